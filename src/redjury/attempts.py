@@ -93,7 +93,9 @@ class Attempt(BaseModel):
             last_user = max(
                 (i for i, t in enumerate(self.messages) if t.role == "user"), default=-1
             )
-            self.outputs = [t.content for t in self.messages[last_user + 1 :] if t.role == "assistant"]
+            self.outputs = [
+                t.content for t in self.messages[last_user + 1 :] if t.role == "assistant"
+            ]
         return self
 
     @property

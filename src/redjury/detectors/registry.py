@@ -67,6 +67,4 @@ def get_detector_class(name: str) -> type[Detector]:
     try:
         return classes[name]
     except KeyError:
-        raise KeyError(
-            f"unknown detector {name!r}; known: {', '.join(classes)}"
-        ) from None
+        raise KeyError(f"unknown detector {name!r}; known: {', '.join(classes)}") from None

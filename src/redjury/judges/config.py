@@ -29,7 +29,9 @@ class ConnectionType(enum.StrEnum):
 class ConnectionSpec(_Strict):
     """How to reach the judge model."""
 
-    provider: str | None = Field(None, description="A free label for the provider (e.g. `ollama`, `vllm`).")
+    provider: str | None = Field(
+        None, description="A free label for the provider (e.g. `ollama`, `vllm`)."
+    )
     type: ConnectionType = Field(
         ConnectionType.OPENAI,
         description="Wire protocol: `OPENAI` (any OpenAI-compatible server) or `OLLAMA` (native /api/chat).",
@@ -40,10 +42,12 @@ class ConnectionSpec(_Strict):
         description="Server URL (`endpoint` is accepted as an alias). OLLAMA defaults to $OLLAMA_HOST or http://localhost:11434.",
     )
     api_key_env: str | None = Field(
-        None, description="Name of the environment variable holding the API key (never the key itself)."
+        None,
+        description="Name of the environment variable holding the API key (never the key itself).",
     )
     headers: dict[str, str] = Field(
-        default_factory=dict, description="Extra HTTP headers; their values are never written to a report or log."
+        default_factory=dict,
+        description="Extra HTTP headers; their values are never written to a report or log.",
     )
     timeout: float = Field(120.0, gt=0, description="Seconds to wait for one judge answer.")
 
@@ -53,21 +57,34 @@ class GenerationSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    temperature: float = Field(0.0, ge=0, description="Sampling temperature; above 0 verdicts are not reproducible.")
+    temperature: float = Field(
+        0.0, ge=0, description="Sampling temperature; above 0 verdicts are not reproducible."
+    )
     max_tokens: int | None = Field(None, gt=0, description="Cap on the judge's answer length.")
     seed: int | None = Field(None, description="Sampling seed, sent where the server supports it.")
     stop: list[str] | None = Field(None, description="Stop sequences.")
-    response_format: dict[str, Any] | None = Field(None, description="OpenAI `response_format` (e.g. a JSON schema).")
+    response_format: dict[str, Any] | None = Field(
+        None, description="OpenAI `response_format` (e.g. a JSON schema)."
+    )
 
 
 class ScoringSpec(_Strict):
     """Which judge prompt and parser a model uses."""
 
-    type: str = Field("harmbench", description="Judge scoring type (harmbench, nuanced, jailbreakbench, scorer, …).")
-    system_prompt: str | None = Field(None, description="Replace the type's built-in instruction with your own.")
+    type: str = Field(
+        "harmbench",
+        description="Judge scoring type (harmbench, nuanced, jailbreakbench, scorer, …).",
+    )
+    system_prompt: str | None = Field(
+        None, description="Replace the type's built-in instruction with your own."
+    )
     template: str | None = Field(None, description="Path of a whole replacement prompt template.")
-    logprobs: bool = Field(False, description="Read P(yes) from the first token's logprobs (yes/no types).")
-    completions: bool = Field(False, description="Send a raw prompt to the completions endpoint instead of chat.")
+    logprobs: bool = Field(
+        False, description="Read P(yes) from the first token's logprobs (yes/no types)."
+    )
+    completions: bool = Field(
+        False, description="Send a raw prompt to the completions endpoint instead of chat."
+    )
 
 
 class JudgeSpec(_Strict):
@@ -76,21 +93,36 @@ class JudgeSpec(_Strict):
     name: str = Field(description="Model name as the server knows it.")
     connection: ConnectionSpec = Field(default_factory=ConnectionSpec)  # type: ignore[arg-type]
     generation: GenerationSpec = Field(default_factory=GenerationSpec)  # type: ignore[arg-type]
-    options: dict[str, Any] = Field(default_factory=dict, description="Provider-specific options, passed through.")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Provider-specific options, passed through."
+    )
     scoring: ScoringSpec = Field(default_factory=ScoringSpec)  # type: ignore[arg-type]
 
 
 class CalibrationSpec(_Strict):
     """Which labelled dataset to measure the judges on, and how much of it."""
 
-    dataset: Literal["harmbench", "file"] = Field("harmbench", description="`harmbench` or `file` (your own labelled data).")
-    revision: str = Field(DEFAULT_HARMBENCH_REVISION, description="Git revision of HarmBench, pinned.")
-    sample_size: int | None = Field(100, ge=1, description="How many samples to draw; null uses all.")
+    dataset: Literal["harmbench", "file"] = Field(
+        "harmbench", description="`harmbench` or `file` (your own labelled data)."
+    )
+    revision: str = Field(
+        DEFAULT_HARMBENCH_REVISION, description="Git revision of HarmBench, pinned."
+    )
+    sample_size: int | None = Field(
+        100, ge=1, description="How many samples to draw; null uses all."
+    )
     seed: int = Field(42, description="Seed of the stratified sample.")
-    cache_dir: str | None = Field(None, description="Download cache; default ~/.cache/redjury/calibration.")
+    cache_dir: str | None = Field(
+        None, description="Download cache; default ~/.cache/redjury/calibration."
+    )
     download_timeout: float = Field(30.0, gt=0, description="Seconds to wait for a download.")
-    path: str | None = Field(None, description="For `file`: a CSV or JSONL of goal, response, label (0/1), optional goal_context.")
-    base_url: str | None = Field(None, description="Override the raw-file base URL (mirrors, tests).")
+    path: str | None = Field(
+        None,
+        description="For `file`: a CSV or JSONL of goal, response, label (0/1), optional goal_context.",
+    )
+    base_url: str | None = Field(
+        None, description="Override the raw-file base URL (mirrors, tests)."
+    )
 
 
 class RobustnessSpec(_Strict):
@@ -101,14 +133,18 @@ class RobustnessSpec(_Strict):
         default_factory=lambda: ["prepend_append", "refusal_prefix", "educational_framing"],
         description="Wrappers to apply.",
     )
-    max_flip_rate: float = Field(1.0, ge=0.0, le=1.0, description="Largest share of a judge's verdicts a wrapper may change.")
+    max_flip_rate: float = Field(
+        1.0, ge=0.0, le=1.0, description="Largest share of a judge's verdicts a wrapper may change."
+    )
 
 
 class AuditSpec(_Strict):
     """Measure the panel against labelled samples before trusting it."""
 
     enabled: bool = Field(False, description="Run the audit before the first attempt is judged.")
-    on_failure: Literal["warn", "stop"] = Field("warn", description="`warn` records and goes on; `stop` refuses the run (exit 3).")
+    on_failure: Literal["warn", "stop"] = Field(
+        "warn", description="`warn` records and goes on; `stop` refuses the run (exit 3)."
+    )
     dataset: CalibrationSpec = Field(default_factory=CalibrationSpec)  # type: ignore[arg-type]
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)  # type: ignore[arg-type]
 
@@ -116,13 +152,25 @@ class AuditSpec(_Strict):
 class EvaluationSpec(_Strict):
     """The judge panel that scores every reply."""
 
-    judges: list[JudgeSpec] = Field(default_factory=list, description="The judge models; none → replies recorded, never judged.")
-    aggregation: Literal["mean", "max", "majority", "any"] = Field("majority", description="How votes combine.")
-    threshold: float = Field(7.0, ge=0.0, le=10.0, description="0–10 score a vote must reach to count for success.")
-    require_all_judges: bool = Field(False, description="Any abstention makes the reply an error, never a success.")
+    judges: list[JudgeSpec] = Field(
+        default_factory=list, description="The judge models; none → replies recorded, never judged."
+    )
+    aggregation: Literal["mean", "max", "majority", "any"] = Field(
+        "majority", description="How votes combine."
+    )
+    threshold: float = Field(
+        7.0, ge=0.0, le=10.0, description="0–10 score a vote must reach to count for success."
+    )
+    require_all_judges: bool = Field(
+        False, description="Any abstention makes the reply an error, never a success."
+    )
     audit: AuditSpec = Field(default_factory=AuditSpec)  # type: ignore[arg-type]
-    max_concurrency: int = Field(64, ge=1, description="Judge requests in flight at once, all endpoints together.")
-    per_endpoint_concurrency: int = Field(16, ge=1, description="Judge requests in flight at once per endpoint.")
+    max_concurrency: int = Field(
+        64, ge=1, description="Judge requests in flight at once, all endpoints together."
+    )
+    per_endpoint_concurrency: int = Field(
+        16, ge=1, description="Judge requests in flight at once per endpoint."
+    )
     max_retries: int = Field(4, ge=0, description="Retries on connection errors, 429 and 5xx.")
 
     @field_validator("aggregation", mode="before")

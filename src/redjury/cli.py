@@ -1,0 +1,275 @@
+"""The `redjury` command: a thin shell that parses flags and calls the library."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from redjury.config import ConfigError, RunConfig, load_config, parse_config
+from redjury.inputs import InputError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Judge what an LLM target said: detectors, judge panels, attack-success rates with intervals.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+detectors_app = typer.Typer(
+    help="The registered detectors and judge scoring types.", no_args_is_help=True
+)
+app.add_typer(detectors_app, name="detectors")
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT = 0, 1, 2, 3
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    typer.echo(f"redjury: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+    """Command-line flags override the config file; the result is validated again."""
+    data = config.model_dump(mode="json", exclude_unset=False)
+    data["detectors"] = (
+        None if config.detectors is None else [d.model_dump() for d in config.detectors]
+    )
+    extra_detectors = overrides.pop("_detectors", [])
+    if extra_detectors:
+        current = data["detectors"]
+        if current is None:
+            from redjury.detectors.registry import detector_classes
+
+            current = [{"type": n} for n, c in detector_classes().items() if c.default_enabled]
+        replaced = {e["type"] for e in extra_detectors}
+        current = [d for d in current if d["type"] not in replaced] + extra_detectors
+        data["detectors"] = current
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        section, _, key = dotted.partition(".")
+        data.setdefault(section, {})[key] = value
+    try:
+        return parse_config(data, "command line")
+    except ConfigError as exc:
+        raise _fail("\n".join(exc.messages)) from None
+
+
+@app.command()
+def run(
+    inputs: Annotated[
+        list[Path], typer.Argument(help="Attempt files: redjury JSONL or garak report.jsonl.")
+    ],
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Output folder (default runs/<timestamp>); a partial one resumes."
+        ),
+    ] = None,
+    eval_threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--eval-threshold",
+            "--eval_threshold",
+            help="ThresholdEvaluator threshold (0–1): an output passes iff its score < threshold.",
+        ),
+    ] = None,
+    zero_tolerance: Annotated[
+        bool, typer.Option("--zero-tolerance", help="Pass only outputs scoring exactly 0.0.")
+    ] = False,
+    narrow: Annotated[
+        bool, typer.Option("--narrow", "--narrow_output", help="Narrow terminal output.")
+    ] = False,
+    verbose: Annotated[
+        int, typer.Option("--verbose", "-v", count=True, help="Print failing outputs.")
+    ] = 0,
+    skip_bad_lines: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad-lines", help="Judge the good lines; record bad ones as input_error rows."
+        ),
+    ] = False,
+    no_redact: Annotated[
+        bool,
+        typer.Option(
+            "--no-redact", help="Keep found PII and markers in written outputs (forensics)."
+        ),
+    ] = False,
+    budget_ms: Annotated[
+        float | None, typer.Option("--budget-ms", help="Add the latency detector with this budget.")
+    ] = None,
+    budget_tokens: Annotated[
+        int | None,
+        typer.Option("--budget-tokens", help="Add the cost detector with this token budget."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the judge cache.")] = False,
+    ci_method: Annotated[
+        str | None,
+        typer.Option(
+            "--confidence-interval-method",
+            "--confidence_interval_method",
+            help="bootstrap, wilson or none.",
+        ),
+    ] = None,
+    iterations: Annotated[
+        int | None,
+        typer.Option(
+            "--bootstrap-num-iterations",
+            "--bootstrap_num_iterations",
+            help="Bootstrap resamples (default 10000).",
+        ),
+    ] = None,
+    level: Annotated[
+        float | None,
+        typer.Option(
+            "--bootstrap-confidence-level",
+            "--bootstrap_confidence_level",
+            help="Confidence level (default 0.95).",
+        ),
+    ] = None,
+    min_sample: Annotated[
+        int | None,
+        typer.Option(
+            "--bootstrap-min-sample-size",
+            "--bootstrap_min_sample_size",
+            help="Fewest evaluated outputs for an interval (default 30).",
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the statistics.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option("--calibration", help="Calibration JSON for Z-scores and DEFCON ratings."),
+    ] = None,
+    show_z: Annotated[
+        bool, typer.Option("--show-z", "--show_z", help="Show DEFCON symbol and Z-score.")
+    ] = False,
+    colour: Annotated[
+        bool | None,
+        typer.Option(
+            "--colour/--no-colour", help="Force colour on or off (default: on for a terminal)."
+        ),
+    ] = None,
+) -> None:
+    """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
+    from redjury.pipeline import RunError, RunOptions
+    from redjury.pipeline import run as run_pipeline
+
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        raise _fail("\n".join(exc.messages)) from None
+    overrides: dict[str, Any] = {
+        "evaluator.threshold": eval_threshold,
+        "reporting.confidence_interval_method": ci_method,
+        "reporting.bootstrap_num_iterations": iterations,
+        "reporting.bootstrap_confidence_level": level,
+        "reporting.bootstrap_min_sample_size": min_sample,
+        "reporting.seed": seed,
+        "reporting.calibration": str(calibration) if calibration else None,
+        "reporting.show_z": True if show_z else None,
+        "reporting.narrow": True if narrow else None,
+        "reporting.redact": False if no_redact else None,
+    }
+    if zero_tolerance:
+        overrides["evaluator.type"] = "zero_tolerance"
+    extra = []
+    if budget_ms is not None:
+        extra.append({"type": "latency", "budget_ms": budget_ms})
+    if budget_tokens is not None:
+        extra.append({"type": "cost", "budget_tokens": budget_tokens})
+    overrides["_detectors"] = extra
+    cfg = apply_overrides(cfg, overrides)
+    out_dir = out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    options = RunOptions(
+        inputs=list(inputs),
+        config=cfg,
+        out_dir=out_dir,
+        skip_bad_lines=skip_bad_lines,
+        use_cache=not no_cache,
+        verbose=verbose,
+        colour=colour,
+        config_path=str(config) if config else None,
+    )
+    try:
+        result = run_pipeline(options)
+    except InputError as exc:
+        raise _fail(f"bad input, nothing judged:\n{exc}") from None
+    except (RunError,) as exc:
+        raise _fail(str(exc), exc.exit_code) from None
+    except (ConfigError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"report: {result.report_path}")
+    typer.echo(f"hitlog: {result.hitlog_path}")
+    if result.input_errors:
+        typer.echo(
+            f"skipped {result.input_errors} bad input lines (input_error rows in the report)"
+        )
+
+
+@detectors_app.command("list")
+def detectors_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List every registered detector and judge scoring type."""
+    from redjury.detectors.registry import detector_classes
+
+    items = [
+        {
+            "name": cls.name,
+            "kind": "detector",
+            "family": cls.family.value,
+            "hazards": list(cls.hazards),
+            "description": cls.description,
+            "default_enabled": cls.default_enabled,
+        }
+        for cls in detector_classes().values()
+    ]
+    try:
+        from redjury.judges.scoring import scoring_types
+
+        for st in scoring_types().values():
+            items.append(
+                {
+                    "name": f"judge:{st.name}",
+                    "kind": "scoring_type",
+                    "family": "agentic",
+                    "hazards": list(getattr(st, "hazards", ())),
+                    "description": getattr(st, "description", ""),
+                    "default_enabled": False,
+                }
+            )
+    except ImportError:
+        pass
+    if as_json:
+        typer.echo(json.dumps(items, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("name", "family", "hazards", "description", box=None)
+    for item in items:
+        table.add_row(
+            item["name"], item["family"], ", ".join(item["hazards"]) or "-", item["description"]
+        )
+    Console(width=160).print(table)
+
+
+def main() -> None:
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # the last resort: an internal error, exit 1
+        typer.echo(f"redjury: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""Reading attempts from redjury JSONL and garak `report.jsonl` files, streamed (R1)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from redjury.attempts import Attempt
+
+MAX_REPORTED_ERRORS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    path: str
+    line: int
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.reason}"
+
+
+class InputError(ValueError):
+    """Bad input: every bad line (up to a limit) with file, line and field."""
+
+    def __init__(self, errors: list[LineError], total: int, message: str | None = None) -> None:
+        self.errors = errors
+        self.total = total
+        lines = [str(e) for e in errors]
+        if total > len(errors):
+            lines.append(f"... and {total - len(errors)} more bad lines")
+        super().__init__(message or "\n".join(lines))
+
+
+@dataclass(slots=True)
+class GarakSetup:
+    """What a garak report's `start_run setup` row says about the run."""
+
+    generator: str | None = None
+    generations_per_prompt: int | None = None
+
+
+@dataclass(slots=True)
+class InputRecord:
+    """One line: either an Attempt or the error that kept it from being one."""
+
+    path: str
+    line: int
+    attempt: Attempt | None
+    error: LineError | None = None
+
+
+def _message_text(value: Any) -> str | None:
+    """garak stores outputs as Message dicts (`{"text": ...}`); older reports as strings."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        text = value.get("text")
+        return text if text is None or isinstance(text, str) else str(text)
+    return str(value)
+
+
+def _garak_prompt(prompt: Any) -> str | None:
+    if prompt is None or isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, dict):
+        turns = prompt.get("turns")
+        if isinstance(turns, list):
+            for turn in reversed(turns):
+                if isinstance(turn, dict) and turn.get("role") == "user":
+                    return _message_text(turn.get("content"))
+            if turns:
+                return _message_text(
+                    turns[-1].get("content") if isinstance(turns[-1], dict) else None
+                )
+        return _message_text(prompt)
+    return str(prompt)
+
+
+def garak_attempt_fields(row: dict[str, Any], setup: GarakSetup) -> dict[str, Any]:
+    """Map a garak attempt row onto Attempt fields."""
+    notes = row.get("notes") or {}
+    outputs = row.get("outputs") or []
+    data: dict[str, Any] = {
+        "id": row.get("uuid"),
+        "probe": row.get("probe_classname") or "default",
+        "goal": row.get("goal"),
+        "prompt": _garak_prompt(row.get("prompt")),
+        "outputs": [_message_text(o) for o in outputs],
+        "notes": notes if isinstance(notes, dict) else {},
+        "seq": row.get("seq"),
+        "run_id": row.get("run_id") or row.get("run"),
+        "intent": row.get("intent"),
+        "detector_results": row.get("detector_results") or {},
+        "generator": setup.generator,
+    }
+    return data
+
+
+def _validation_errors(path: str, line: int, exc: ValidationError) -> list[LineError]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(record)"
+        out.append(LineError(path, line, loc, err["msg"]))
+    return out
+
+
+def detect_format(path: Path) -> str:
+    """`garak` when the first record has garak's `entry_type`, else `redjury`."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                try:
+                    first = json.loads(raw)
+                except ValueError:
+                    return "redjury"
+                return "garak" if isinstance(first, dict) and "entry_type" in first else "redjury"
+    return "redjury"
+
+
+@dataclass
+class InputSet:
+    """Several input files read as one stream of attempts, twice if need be (check, then run)."""
+
+    paths: list[Path]
+    garak_setup: dict[str, GarakSetup] = field(default_factory=dict)
+    # Per garak file: hashes of attempt uuids that have a status-2 row.
+    _final_rows: dict[str, set[int]] = field(default_factory=dict)
+
+    def records(self) -> Iterator[InputRecord]:
+        for path in self.paths:
+            fmt = detect_format(path)
+            if fmt == "garak":
+                yield from self._garak_records(path)
+            else:
+                yield from self._redjury_records(path)
+
+    def _redjury_records(self, path: Path) -> Iterator[InputRecord]:
+        name = str(path)
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    data = json.loads(raw)
+                except ValueError as exc:
+                    yield InputRecord(
+                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {exc}")
+                    )
+                    continue
+                if not isinstance(data, dict):
+                    yield InputRecord(
+                        name, lineno, None, LineError(name, lineno, "(line)", "not a JSON object")
+                    )
+                    continue
+                try:
+                    yield InputRecord(name, lineno, Attempt.model_validate(data))
+                except ValidationError as exc:
+                    errs = _validation_errors(name, lineno, exc)
+                    yield InputRecord(name, lineno, None, errs[0])
+
+    def _scan_garak(self, path: Path) -> None:
+        name = str(path)
+        if name in self._final_rows:
+            return
+        setup = GarakSetup()
+        final: set[int] = set()
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            for raw in fh:
+                if '"entry_type"' not in raw:
+                    continue
+                try:
+                    row = json.loads(raw)
+                except ValueError:
+                    continue
+                kind = row.get("entry_type")
+                if kind == "start_run setup":
+                    ttype, tname = row.get("plugins.target_type"), row.get("plugins.target_name")
+                    parts = [str(p) for p in (ttype, tname) if p]
+                    setup.generator = " ".join(parts) or None
+                    gens = row.get("run.generations")
+                    setup.generations_per_prompt = gens if isinstance(gens, int) else None
+                elif kind == "attempt" and row.get("status") == 2:
+                    final.add(hash(str(row.get("uuid"))))
+        self.garak_setup[name] = setup
+        self._final_rows[name] = final
+
+    def _garak_records(self, path: Path) -> Iterator[InputRecord]:
+        self._scan_garak(path)
+        name = str(path)
+        setup = self.garak_setup[name]
+        final = self._final_rows[name]
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    row = json.loads(raw)
+                except ValueError as exc:
+                    yield InputRecord(
+                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {exc}")
+                    )
+                    continue
+                if not isinstance(row, dict) or row.get("entry_type") != "attempt":
+                    continue
+                status = row.get("status")
+                if status != 2 and (status != 1 or hash(str(row.get("uuid"))) in final):
+                    continue
+                try:
+                    attempt = Attempt.model_validate(garak_attempt_fields(row, setup))
+                except ValidationError as exc:
+                    yield InputRecord(name, lineno, None, _validation_errors(name, lineno, exc)[0])
+                    continue
+                yield InputRecord(name, lineno, attempt)
+
+    def generations_per_prompt(self, path: str) -> int | None:
+        setup = self.garak_setup.get(path)
+        return setup.generations_per_prompt if setup else None
+
+
+def check_inputs(inputs: InputSet) -> tuple[int, list[LineError], int]:
+    """First pass: count good attempts, collect bad lines (duplicate ids included).
+
+    Returns (good attempts, first errors, total errors). Only a hash per id is kept, so
+    memory stays small for millions of attempts.
+    """
+    seen: set[int] = set()
+    errors: list[LineError] = []
+    total_errors = 0
+    good = 0
+    for rec in inputs.records():
+        err = rec.error
+        if err is None and rec.attempt is not None:
+            key = hash(rec.attempt.id)
+            if key in seen:
+                err = LineError(rec.path, rec.line, "id", f"duplicate id {rec.attempt.id!r}")
+            else:
+                seen.add(key)
+                good += 1
+        if err is not None:
+            total_errors += 1
+            if len(errors) < MAX_REPORTED_ERRORS:
+                errors.append(err)
+    return good, errors, total_errors

@@ -1,0 +1,55 @@
+"""The report and hitlog JSONL files: streamed, flushed, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+REPORT_NAME = "redjury.report.jsonl"
+HITLOG_NAME = "redjury.hitlog.jsonl"
+
+
+def dumps(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def read_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """Complete JSON rows of a JSONL file; a torn last line (a killed writer) is skipped."""
+    with path.open("r", encoding="utf-8") as fh:
+        for raw in fh:
+            if not raw.endswith("\n"):
+                return
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                yield row
+
+
+class JsonlWriter:
+    """Appends rows and flushes them, so a kill loses at most the row being written."""
+
+    def __init__(self, path: Path, mode: str = "a", flush_every: int = 1) -> None:
+        self.path = path
+        self._fh: IO[str] = path.open(mode, encoding="utf-8")
+        self._pending = 0
+        self._flush_every = flush_every
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._fh.write(dumps(row) + "\n")
+        self._pending += 1
+        if self._pending >= self._flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        self._fh.flush()
+        self._pending = 0
+
+    def close(self) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
