@@ -91,6 +91,10 @@ class JudgeSpec(_Strict):
     """One judge: a model config plus how its answer is scored."""
 
     name: str = Field(description="Model name as the server knows it.")
+    id: str | None = Field(
+        None,
+        description="Unique id in votes and reports; default `TYPE:NAME`, `#2`… when repeated.",
+    )
     connection: ConnectionSpec = Field(default_factory=ConnectionSpec)  # type: ignore[arg-type]
     generation: GenerationSpec = Field(default_factory=GenerationSpec)  # type: ignore[arg-type]
     options: dict[str, Any] = Field(
@@ -172,6 +176,14 @@ class EvaluationSpec(_Strict):
         16, ge=1, description="Judge requests in flight at once per endpoint."
     )
     max_retries: int = Field(4, ge=0, description="Retries on connection errors, 429 and 5xx.")
+    retry_base_delay: float = Field(
+        0.5, ge=0, description="Seconds before the first retry; doubles per retry, with jitter."
+    )
+    retry_max_delay: float = Field(
+        30.0,
+        ge=0,
+        description="Cap on the backoff between retries (a longer Retry-After is still honoured).",
+    )
 
     @field_validator("aggregation", mode="before")
     @classmethod

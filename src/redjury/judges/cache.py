@@ -1,0 +1,97 @@
+"""The persistent judge cache: SQLite, keyed by judge fingerprint + rendered input; no abstentions."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judgements (
+    key BLOB PRIMARY KEY,
+    judge TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    score REAL NOT NULL,
+    label TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL
+) WITHOUT ROWID
+"""
+
+
+def default_cache_path() -> Path:
+    return Path(user_cache_dir("redjury")) / "judges.sqlite"
+
+
+@dataclass(frozen=True, slots=True)
+class CachedJudgement:
+    raw: str
+    score: float
+    label: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class JudgeCache:
+    """Reads hit SQLite directly (a few µs); writes queue in memory and commit in batches,
+    because one commit per judgement would cost more than the judgement's own client work."""
+
+    def __init__(
+        self, path: Path | str, *, batch_size: int = 256, max_delay_s: float = 1.0
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Several runs may share the cache; WAL lets them read while one writes.
+        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+        self._pending: dict[bytes, tuple[str, CachedJudgement]] = {}
+        self._batch_size = batch_size
+        self._max_delay_s = max_delay_s
+        self._last_flush = time.monotonic()
+
+    def get(self, key: bytes) -> CachedJudgement | None:
+        pending = self._pending.get(key)
+        if pending is not None:
+            return pending[1]
+        row = self._db.execute(
+            "SELECT raw, score, label, prompt_tokens, completion_tokens FROM judgements WHERE key = ?",
+            (key,),
+        ).fetchone()
+        return CachedJudgement(*row) if row else None
+
+    def put(self, key: bytes, judge: str, value: CachedJudgement) -> None:
+        self._pending[key] = (judge, value)
+        # A time bound too, so a killed run loses at most a second of judgements.
+        if (
+            len(self._pending) >= self._batch_size
+            or time.monotonic() - self._last_flush > self._max_delay_s
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if not self._pending:
+            return
+        rows = [
+            (k, j, v.raw, v.score, v.label, v.prompt_tokens, v.completion_tokens)
+            for k, (j, v) in self._pending.items()
+        ]
+        self._pending.clear()
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+            )
+
+    def __len__(self) -> int:
+        self.flush()
+        return int(self._db.execute("SELECT count(*) FROM judgements").fetchone()[0])
+
+    def close(self) -> None:
+        self.flush()
+        self._db.close()

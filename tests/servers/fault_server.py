@@ -1,0 +1,403 @@
+"""A scripted judge server for tests: real HTTP on 127.0.0.1, OpenAI chat and Ollama /api/chat.
+
+Each POST is answered by the script (a fixed verdict, a delay, 500, 429 + Retry-After, garbage,
+truncated JSON, a connection reset); the server counts requests and requests in flight.
+Run in a thread (`FaultServer(...).start()`) or as a process (`python fault_server.py --help`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+# -- what the script can answer --------------------------------------------------------------
+@dataclass(frozen=True)
+class Reply:
+    """A well-formed answer whose text is `text`, after `delay` seconds."""
+
+    text: str = "no"
+    delay: float = 0.0
+    prompt_tokens: int = 20
+    completion_tokens: int = 1
+    top_logprobs: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    """An HTTP error status, optionally with Retry-After."""
+
+    code: int = 500
+    retry_after: str | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A 200 with exactly this body (e.g. truncated JSON); Content-Length matches it."""
+
+    body: bytes = b'{"choices": [{"message": {"content": "Ye'
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Drop the connection with a TCP reset instead of answering."""
+
+    delay: float = 0.0
+
+
+Action = Reply | Status | RawBody | Reset
+
+
+def garbage() -> Reply:
+    """A well-formed response whose answer text no parser can read."""
+    return Reply("Blorp! ~~ the weather is purple ~~", completion_tokens=9)
+
+
+def truncated_json() -> RawBody:
+    return RawBody()
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    n: int  # index among POSTs, from 0
+    at: float  # time.monotonic() when it was read
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+    @property
+    def model(self) -> str | None:
+        data = self.json
+        return data.get("model") if isinstance(data, dict) else None
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        data = self.json
+        return data.get("messages", []) if isinstance(data, dict) else []
+
+
+Script = Callable[[Request], Action]
+
+
+def always(action: Action) -> Script:
+    return lambda _req: action
+
+
+def sequence(actions: Sequence[Action], then: Action = Reply("no")) -> Script:
+    """The n-th POST gets actions[n]; every later one gets `then`."""
+    return lambda req: actions[req.n] if req.n < len(actions) else then
+
+
+def by_model(mapping: Mapping[str, Action | Script], default: Action = Reply("no")) -> Script:
+    """Answer by the request's `model` field; values may be actions or scripts."""
+
+    def script(req: Request) -> Action:
+        item = mapping.get(req.model or "", default)
+        return item(req) if callable(item) else item
+
+    return script
+
+
+def per_model_sequence(mapping: Mapping[str, Sequence[Action]], then: Action = Reply("no")) -> Script:
+    """Each model's k-th request gets mapping[model][k]."""
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def script(req: Request) -> Action:
+        model = req.model or ""
+        with lock:
+            k = counts.get(model, 0)
+            counts[model] = k + 1
+        seq = mapping.get(model, ())
+        return seq[k] if k < len(seq) else then
+
+    return script
+
+
+# -- wire formats ----------------------------------------------------------------------------
+def openai_body(reply: Reply, model: str | None) -> bytes:
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": reply.text},
+        "finish_reason": "stop",
+    }
+    if reply.top_logprobs is not None:
+        first = next(iter(reply.top_logprobs))
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": first,
+                    "logprob": reply.top_logprobs[first],
+                    "top_logprobs": [
+                        {"token": t, "logprob": lp} for t, lp in reply.top_logprobs.items()
+                    ],
+                }
+            ]
+        }
+    return json.dumps(
+        {
+            "id": "chatcmpl-fault",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model or "fault",
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            },
+        }
+    ).encode()
+
+
+def ollama_body(reply: Reply, model: str | None) -> bytes:
+    data: dict[str, Any] = {
+        "model": model or "fault",
+        "created_at": "2026-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": reply.text},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": reply.prompt_tokens,
+        "eval_count": reply.completion_tokens,
+    }
+    if reply.top_logprobs is not None:
+        first = next(iter(reply.top_logprobs))
+        data["logprobs"] = [
+            {
+                "token": first,
+                "logprob": reply.top_logprobs[first],
+                "top_logprobs": [{"token": t, "logprob": lp} for t, lp in reply.top_logprobs.items()],
+            }
+        ]
+    return json.dumps(data).encode()
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+def _response(status: int, body: bytes, extra: Mapping[str, str] | None = None) -> bytes:
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json", f"content-length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in (extra or {}).items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+# -- the server --------------------------------------------------------------------------------
+@dataclass
+class FaultServer:
+    """A scripted server on 127.0.0.1; `url` is its root, `openai_url` its /v1."""
+
+    script: Script = field(default_factory=lambda: always(Reply("no")))
+    port: int = 0
+    requests: list[Request] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    resets: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    # -- control ---------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def posts(self) -> list[Request]:
+        with self._lock:
+            return [r for r in self.requests if r.method == "POST"]
+
+    @property
+    def count(self) -> int:
+        return len(self.posts)
+
+    def set_script(self, script: Script | Action) -> None:
+        self.script = script if callable(script) else always(script)
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = 0
+            self.resets = 0
+
+    def start(self) -> FaultServer:
+        self._thread = threading.Thread(target=self._run, name="fault-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("fault server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+    def __enter__(self) -> FaultServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._loop.run_until_complete(self._serve())
+        self._loop.run_forever()
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for w in list(self._writers):
+            w.transport.abort()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _serve(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, backlog=1024)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._ready.set()
+
+    async def serve_forever(self) -> None:
+        """For the process mode: serve in the current loop until cancelled."""
+        await self._serve()
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    # -- one connection ----------------------------------------------------------------------
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                length = int(headers.get("content-length", "0"))
+                body = await reader.readexactly(length) if length else b""
+                if not await self._answer(method, path, headers, body, writer):
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        except asyncio.CancelledError:
+            # Swallowed on purpose: a handler task that ends cancelled makes 3.11's
+            # StreamReaderProtocol log a traceback at shutdown.
+            return
+        finally:
+            self._writers.discard(writer)
+            if not writer.transport.is_closing():
+                writer.close()
+
+    async def _answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Write one response; False when the connection is gone."""
+        path = path.split("?", 1)[0]
+        if method == "GET":
+            with self._lock:
+                self.requests.append(Request(method, path, headers, body, -1, time.monotonic()))
+            if path.endswith("/models"):
+                data = {"object": "list", "data": [{"id": "fault", "object": "model"}]}
+            elif path == "/api/tags":
+                data = {"models": [{"name": "fault", "model": "fault"}]}
+            else:
+                writer.write(_response(404, b'{"error": "not found"}'))
+                return True
+            writer.write(_response(200, json.dumps(data).encode()))
+            await writer.drain()
+            return True
+        with self._lock:
+            n = sum(1 for r in self.requests if r.method == "POST")
+            req = Request(method, path, headers, body, n, time.monotonic())
+            self.requests.append(req)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if path not in ("/v1/chat/completions", "/chat/completions", "/api/chat"):
+                writer.write(_response(404, b'{"error": "no such path"}'))
+                await writer.drain()
+                return True
+            action = self.script(req)
+            if action.delay:
+                await asyncio.sleep(action.delay)
+            if isinstance(action, Reset):
+                sock = writer.get_extra_info("socket")
+                if sock is not None:
+                    # Linger 0 makes close() send RST, which is what a crashed server looks like.
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                with self._lock:
+                    self.resets += 1
+                writer.transport.abort()
+                return False
+            if isinstance(action, Status):
+                extra = {"retry-after": action.retry_after} if action.retry_after is not None else None
+                writer.write(_response(action.code, b'{"error": {"message": "scripted"}}', extra))
+            elif isinstance(action, RawBody):
+                writer.write(_response(200, action.body))
+            else:
+                model = req.model
+                wire = ollama_body if path == "/api/chat" else openai_body
+                writer.write(_response(200, wire(action, model)))
+            await writer.drain()
+            return True
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--reply", default="no", help="answer text of every POST")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    args = parser.parse_args(argv)
+    server = FaultServer(always(Reply(args.reply, delay=args.delay)), port=args.port)
+
+    async def run() -> None:
+        task = asyncio.ensure_future(server.serve_forever())
+        while not server.port:
+            await asyncio.sleep(0.01)
+        print(server.port, flush=True)
+        await task
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
