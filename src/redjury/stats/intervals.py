@@ -1,0 +1,334 @@
+"""Confidence intervals of the attack-success rate: Wilson, Rogan–Gladen-corrected bootstrap,
+and the eval-row fields built from them."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Literal, overload
+
+import numpy as np
+import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+CIMethod = Literal["bootstrap", "wilson", "none"]
+CI_METHODS: tuple[str, ...] = ("bootstrap", "wilson", "none")
+
+#: Below this |Se + Sp - 1| the Rogan–Gladen denominator amplifies noise without bound, so the
+#: raw rate is kept (garak uses the same guard).
+RG_MIN_DENOMINATOR = 0.01
+
+#: An interval narrower than this many percentage points carries no information worth printing.
+CI_DISPLAY_MIN_WIDTH_PP = 0.001
+
+FloatArray = npt.NDArray[np.float64]
+Seed = np.random.Generator | int | None
+
+
+def _z_two_sided(level: float) -> float:
+    """Standard-normal quantile z_{(1+level)/2}."""
+    return NormalDist().inv_cdf((1.0 + level) / 2.0)
+
+
+def _check_level(level: float) -> None:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must be in (0, 1), got {level!r}")
+
+
+@overload
+def wilson_interval(fails: int, n: int, level: float = 0.95) -> tuple[float, float]: ...
+@overload
+def wilson_interval(
+    fails: npt.ArrayLike, n: npt.ArrayLike, level: float = 0.95
+) -> tuple[FloatArray, FloatArray]: ...
+def wilson_interval(fails: Any, n: Any, level: float = 0.95) -> tuple[Any, Any]:
+    """Wilson score interval of the raw rate p = fails / n, as fractions.
+
+    With z = Φ⁻¹((1 + level) / 2):
+        centre = (p + z²/2n) / (1 + z²/n)
+        margin = z · √(p(1 − p)/n + z²/4n²) / (1 + z²/n)
+        [lo, hi] = [centre − margin, centre + margin] ∩ [0, 1]
+    Unlike the bootstrap it stays honest at 0 and n failures (10/10 → [0.722, 1]).
+    Scalars in, floats out; arrays broadcast.
+    """
+    _check_level(level)
+    f = np.asarray(fails, dtype=np.float64)
+    m = np.asarray(n, dtype=np.float64)
+    if np.any(m <= 0) or np.any(f < 0) or np.any(f > m):
+        raise ValueError("wilson_interval needs n > 0 and 0 <= fails <= n")
+    z = _z_two_sided(level)
+    z2 = z * z
+    p = f / m
+    denom = 1.0 + z2 / m
+    centre = (p + z2 / (2.0 * m)) / denom
+    margin = z * np.sqrt(p * (1.0 - p) / m + z2 / (4.0 * m * m)) / denom
+    # The endpoints at p = 0 and p = 1 are exactly 0 and 1; pin them so rounding
+    # cannot leave a 1e-17 "lower bound" on a clean run.
+    lo = np.where(f == 0, 0.0, np.clip(centre - margin, 0.0, 1.0))
+    hi = np.where(f == m, 1.0, np.clip(centre + margin, 0.0, 1.0))
+    if lo.ndim == 0:
+        return float(lo), float(hi)
+    return lo, hi
+
+
+@overload
+def rogan_gladen(p: float, se: float, sp: float) -> float: ...
+@overload
+def rogan_gladen(p: npt.ArrayLike, se: npt.ArrayLike, sp: npt.ArrayLike) -> FloatArray: ...
+def rogan_gladen(p: Any, se: Any, sp: Any) -> Any:
+    """Rogan–Gladen estimate of the true rate from an observed rate p.
+
+        p_true = clip((p + Sp − 1) / (Se + Sp − 1), 0, 1)
+
+    Elementwise; where |Se + Sp − 1| < 0.01 the detector is no better than chance, the
+    correction is undefined, and p is returned unchanged.
+    """
+    p_arr = np.asarray(p, dtype=np.float64)
+    se_arr = np.asarray(se, dtype=np.float64)
+    sp_arr = np.asarray(sp, dtype=np.float64)
+    denom = se_arr + sp_arr - 1.0
+    usable = np.abs(denom) >= RG_MIN_DENOMINATOR
+    safe = np.where(usable, denom, 1.0)
+    corrected = np.clip((p_arr + sp_arr - 1.0) / safe, 0.0, 1.0)
+    out = np.where(usable, corrected, p_arr)
+    if out.ndim == 0:
+        return float(out)
+    return out
+
+
+def _as_rng(rng: Seed) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+def bootstrap_asr_interval(
+    fails: int,
+    n: int,
+    *,
+    se: float | None = None,
+    sp: float | None = None,
+    se_counts: tuple[int, int] | None = None,
+    sp_counts: tuple[int, int] | None = None,
+    iterations: int = 10_000,
+    level: float = 0.95,
+    rng: Seed = None,
+) -> tuple[float, float]:
+    """Percentile bootstrap of the attack-success rate, Rogan–Gladen-corrected per resample.
+
+    Resampling n binary outcomes with replacement from fails/n gives a failure count
+    K_b ~ Binomial(n, p̂), p̂ = fails / n, so K_b is drawn directly: O(B) rather than O(B·n).
+    For b = 1..B:
+        p_b  = K_b / n
+        Se_b = Beta(TP + 1, FN + 1) draw if se_counts = (TP, FN) is given, else se (default 1)
+        Sp_b = Beta(TN + 1, FP + 1) draw if sp_counts = (TN, FP) is given, else sp (default 1)
+        θ_b  = rogan_gladen(p_b, Se_b, Sp_b)
+    The interval is the (α/2, 1 − α/2) quantiles of θ_b, α = 1 − level (linear interpolation,
+    as numpy.percentile). Drawing Se and Sp from their posteriors widens the interval by the
+    uncertainty of a detector measured on few labelled examples.
+    """
+    if n <= 0 or not 0 <= fails <= n:
+        raise ValueError(f"bootstrap needs n > 0 and 0 <= fails <= n, got fails={fails}, n={n}")
+    if iterations <= 0:
+        raise ValueError("bootstrap_num_iterations must be > 0")
+    _check_level(level)
+    gen = _as_rng(rng)
+    p_b = gen.binomial(n, fails / n, size=iterations) / n
+    se_b: float | FloatArray = 1.0 if se is None else se
+    sp_b: float | FloatArray = 1.0 if sp is None else sp
+    if se_counts is not None:
+        tp, fn = se_counts
+        se_b = gen.beta(tp + 1, fn + 1, size=iterations)
+    if sp_counts is not None:
+        tn, fp = sp_counts
+        sp_b = gen.beta(tn + 1, fp + 1, size=iterations)
+    theta = rogan_gladen(p_b, se_b, sp_b)
+    alpha = 1.0 - level
+    lo, hi = np.quantile(theta, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(lo), float(hi)
+
+
+def should_display_interval(lo: float, hi: float) -> bool:
+    """True when the interval [lo, hi] (fractions) is wider than 0.001 percentage points."""
+    return (hi - lo) * 100.0 > CI_DISPLAY_MIN_WIDTH_PP
+
+
+@dataclass(frozen=True)
+class CISettings:
+    """The `reporting` settings that decide whether and how an interval is computed."""
+
+    method: CIMethod = "bootstrap"
+    iterations: int = 10_000
+    level: float = 0.95
+    min_sample_size: int = 30
+    propagate_detector_uncertainty: bool = True
+
+    def __post_init__(self) -> None:
+        if self.method not in CI_METHODS:
+            raise ValueError(
+                f"confidence_interval_method must be one of {', '.join(CI_METHODS)}, "
+                f"got {self.method!r}"
+            )
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int):
+            raise ValueError("bootstrap_num_iterations must be an integer")
+        if self.iterations <= 0:
+            raise ValueError("bootstrap_num_iterations must be > 0")
+        if isinstance(self.level, bool) or not isinstance(self.level, int | float):
+            raise ValueError("bootstrap_confidence_level must be a number")
+        if not 0.0 < self.level < 1.0 or math.isnan(self.level):
+            raise ValueError("bootstrap_confidence_level must be in (0, 1)")
+        if isinstance(self.min_sample_size, bool) or not isinstance(self.min_sample_size, int):
+            raise ValueError("bootstrap_min_sample_size must be an integer")
+        if self.min_sample_size <= 0:
+            raise ValueError("bootstrap_min_sample_size must be > 0")
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A detector's sensitivity and specificity, where they came from, and optionally the
+    audit counts they were measured on.
+
+    `source` is `audit:<fingerprint>`, `config` or `garak`. Counts, when present, let the
+    bootstrap draw Se ~ Beta(TP + 1, FN + 1) and Sp ~ Beta(TN + 1, FP + 1).
+    """
+
+    se: float
+    sp: float
+    source: str
+    tp: int | None = None
+    fn: int | None = None
+    tn: int | None = None
+    fp: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in (("se", self.se), ("sp", self.sp)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+        for name, count in (("tp", self.tp), ("fn", self.fn), ("tn", self.tn), ("fp", self.fp)):
+            if count is not None and count < 0:
+                raise ValueError(f"{name} must be >= 0, got {count!r}")
+
+    @classmethod
+    def from_counts(cls, tp: int, fn: int, tn: int, fp: int, source: str) -> Correction:
+        """Se = TP / (TP + FN), Sp = TN / (TN + FP), keeping the counts for propagation."""
+        if tp + fn == 0 or tn + fp == 0:
+            raise ValueError("need at least one labelled positive and one labelled negative")
+        return cls(tp / (tp + fn), tn / (tn + fp), source, tp=tp, fn=fn, tn=tn, fp=fp)
+
+    @property
+    def se_counts(self) -> tuple[int, int] | None:
+        return None if self.tp is None or self.fn is None else (self.tp, self.fn)
+
+    @property
+    def sp_counts(self) -> tuple[int, int] | None:
+        return None if self.tn is None or self.fp is None else (self.tn, self.fp)
+
+
+_NO_CORRECTION: dict[str, Any] = {"se": None, "sp": None, "source": "none"}
+
+
+def _wilson_fields(fails: int, n: int, level: float) -> dict[str, Any]:
+    lo, hi = wilson_interval(fails, n, level)
+    return {
+        "confidence_method": "wilson",
+        "confidence": level,
+        "confidence_lower": lo,
+        "confidence_upper": hi,
+        "confidence_correction": dict(_NO_CORRECTION),
+        "corrected_rate": fails / n,
+    }
+
+
+def confidence_fields(
+    fails: int,
+    n: int,
+    settings: CISettings,
+    correction: Correction | None = None,
+    rng: Seed = None,
+) -> dict[str, Any]:
+    """The confidence fields of one eval row, or {} when none belong there.
+
+    Returns {} when the method is `none` or n < min_sample_size. Otherwise:
+        confidence_method     "bootstrap" or "wilson"
+        confidence            the level, e.g. 0.95
+        confidence_lower/upper  the interval of the attack-success rate, as fractions
+        confidence_correction {"se", "sp", "source"}; source "none" (se, sp null) when the
+                              interval is of the raw rate
+        corrected_rate        rogan_gladen(fails / n, Se, Sp), or fails / n uncorrected
+    Under `bootstrap`, 0 or n failures make every resample identical, so the Wilson interval
+    of the raw rate is written instead (confidence_method "wilson"). A zero-width interval
+    that comes from the correction clipping at 0 or 1 is kept as it is.
+
+    Never raises on bad counts: invalid input logs an error, a non-finite result logs a
+    warning, and both return {} so the run goes on. Cost is O(iterations).
+    """
+    try:
+        fails_i, n_i = int(fails), int(n)
+        if fails_i != fails or n_i != n or n_i < 0 or not 0 <= fails_i <= n_i:
+            raise ValueError(f"need integers 0 <= fails <= n, got fails={fails!r}, n={n!r}")
+    except (TypeError, ValueError) as exc:
+        logger.error("confidence interval not computed: %s", exc)
+        return {}
+
+    if settings.method == "none":
+        return {}
+    if n_i < settings.min_sample_size or n_i == 0:
+        logger.debug(
+            "confidence interval skipped: %d evaluated < bootstrap_min_sample_size %d",
+            n_i,
+            settings.min_sample_size,
+        )
+        return {}
+
+    try:
+        if settings.method == "wilson" or fails_i in (0, n_i):
+            fields = _wilson_fields(fails_i, n_i, settings.level)
+        else:
+            fields = _bootstrap_fields(fails_i, n_i, settings, correction, rng)
+    except ValueError as exc:
+        logger.error("confidence interval not computed: %s", exc)
+        return {}
+
+    bounds = (fields["confidence_lower"], fields["confidence_upper"], fields["corrected_rate"])
+    if not all(math.isfinite(v) for v in bounds):
+        logger.warning(
+            "confidence interval not computed: non-finite result for %d/%d", fails_i, n_i
+        )
+        return {}
+    return fields
+
+
+def _bootstrap_fields(
+    fails: int,
+    n: int,
+    settings: CISettings,
+    correction: Correction | None,
+    rng: Seed,
+) -> dict[str, Any]:
+    if correction is None:
+        se, sp = 1.0, 1.0
+        applied: dict[str, Any] = dict(_NO_CORRECTION)
+    else:
+        se, sp = correction.se, correction.sp
+        applied = {"se": se, "sp": sp, "source": correction.source}
+    propagate = correction is not None and settings.propagate_detector_uncertainty
+    lo, hi = bootstrap_asr_interval(
+        fails,
+        n,
+        se=se,
+        sp=sp,
+        se_counts=correction.se_counts if propagate and correction else None,
+        sp_counts=correction.sp_counts if propagate and correction else None,
+        iterations=settings.iterations,
+        level=settings.level,
+        rng=rng,
+    )
+    return {
+        "confidence_method": "bootstrap",
+        "confidence": settings.level,
+        "confidence_lower": lo,
+        "confidence_upper": hi,
+        "confidence_correction": applied,
+        "corrected_rate": rogan_gladen(fails / n, se, sp),
+    }
