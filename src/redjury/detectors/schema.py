@@ -1,0 +1,125 @@
+"""JSON-schema conformance: the reply parses as JSON and validates against a schema file
+(R9)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from jsonschema import exceptions as jsonschema_errors
+from jsonschema.validators import validator_for
+from pydantic import ConfigDict, Field
+
+from redjury.attempts import Attempt
+from redjury.detectors.base import Detector, DetectorParams, Family, Finding
+from redjury.detectors.registry import register_detector
+
+# A reply that is one fenced block and nothing else: ```json\n...\n``` (or plain ```).
+_FENCED = re.compile(r"\A\s*```(?:json)?[ \t]*\r?\n(.*?)\r?\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
+_EVIDENCE_CHARS = 300
+
+
+class SchemaParams(DetectorParams):
+    schema_: str = Field(
+        alias="schema",
+        min_length=1,
+        description=(
+            "JSON Schema file: a path (relative paths resolve against `schema_dir`), or a "
+            "bare name looked up as `<schema_dir>/<name>.json`."
+        ),
+    )
+    schema_dir: str | None = Field(
+        default=None,
+        description="Directory that schema names and relative paths resolve against; "
+        "default the current directory.",
+    )
+
+    # `schema` would shadow BaseModel.schema(); the alias keeps the config key.
+    model_config = ConfigDict(populate_by_name=True)
+
+
+def resolve_schema_path(schema: str, schema_dir: str | None) -> Path:
+    """Where the schema file is: a bare name (no suffix, no directory) gets `.json`."""
+    path = Path(schema).expanduser()
+    if path.suffix == "" and len(path.parts) == 1:
+        path = path.with_name(path.name + ".json")
+    if not path.is_absolute() and schema_dir is not None:
+        path = Path(schema_dir).expanduser() / path
+    return path
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _EVIDENCE_CHARS else text[:_EVIDENCE_CHARS] + "…"
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; JSON does not.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+@register_detector
+class SchemaConformanceDetector(Detector):
+    """PASSED when the reply parses as JSON and validates against the schema; FAILED with
+    the parse error (line and column) or the first validation error (its JSON path and
+    message) otherwise. A reply that is exactly one ```json fenced block is judged by the
+    block's content, since chat models wrap JSON that way even when asked not to.
+
+    The schema is loaded and checked once; its `$schema` picks the draft (default the
+    latest). A missing, unreadable or invalid schema file raises ValueError naming it.
+    """
+
+    name = "schema"
+    family = Family.DETERMINISTIC
+    description = "The reply is JSON that validates against the configured JSON Schema."
+    quality = True
+    default_enabled = False
+    Params = SchemaParams
+    params: SchemaParams
+
+    def __init__(self, params: DetectorParams | None = None) -> None:
+        super().__init__(params)
+        self.schema_path = resolve_schema_path(self.params.schema_, self.params.schema_dir)
+        self.schema = self._load(self.schema_path)
+        cls = validator_for(self.schema)
+        try:
+            cls.check_schema(self.schema)
+        except jsonschema_errors.SchemaError as exc:
+            raise ValueError(
+                f"invalid JSON Schema {str(self.schema_path)!r}: {exc.message}"
+            ) from exc
+        self.validator = cls(self.schema)
+
+    @staticmethod
+    def _load(path: Path) -> Any:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(
+                f"cannot read JSON Schema {str(path)!r}: {exc.strerror or exc}"
+            ) from exc
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"JSON Schema {str(path)!r} is not valid JSON: {exc.msg} "
+                f"at line {exc.lineno} column {exc.colno}"
+            ) from exc
+        if not isinstance(schema, dict | bool):
+            raise ValueError(f"JSON Schema {str(path)!r} must be an object or a boolean")
+        return schema
+
+    def check(self, attempt: Attempt, output: str) -> Finding:
+        fenced = _FENCED.match(output)
+        text = fenced.group(1) if fenced else output
+        try:
+            document = json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            return self.bad(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+        except ValueError as exc:
+            return self.bad(f"invalid JSON: {exc}")
+        error = jsonschema_errors.best_match(self.validator.iter_errors(document))
+        if error is None:
+            return self.good()
+        return self.bad(_shorten(f"schema violation at {error.json_path}: {error.message}"))
