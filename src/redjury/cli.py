@@ -199,7 +199,7 @@ def run(
         result = run_pipeline(options)
     except InputError as exc:
         raise _fail(f"bad input, nothing judged:\n{exc}") from None
-    except (RunError,) as exc:
+    except RunError as exc:
         raise _fail(str(exc), exc.exit_code) from None
     except (ConfigError, ValueError) as exc:
         raise _fail(str(exc)) from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -88,6 +87,10 @@ class DetectorTally:
     # Per attempt: (scoreable outputs, failing outputs), for hit@k.
     per_prompt: list[tuple[int, int]] = field(default_factory=list)
     first_hits: list[str] = field(default_factory=list)
+    # Judge panels: summed per-output abstention rates, and verdicts abstainers could flip.
+    abstain_sum: float = 0.0
+    abstain_n: int = 0
+    flippable: int = 0
 
 
 @dataclass(slots=True)
@@ -147,7 +150,17 @@ class RunTally:
             t.nones += nones
             det_details = details.get(detector)
             if det_details:
-                t.errors += sum(1 for d in det_details if isinstance(d, dict) and d.get("error"))
+                for d in det_details:
+                    if not isinstance(d, dict):
+                        continue
+                    if d.get("error"):
+                        t.errors += 1
+                    rate = d.get("abstention_rate")
+                    if rate is not None:
+                        t.abstain_sum += rate
+                        t.abstain_n += 1
+                    if d.get("flippable"):
+                        t.flippable += 1
             t.per_prompt.append((passed + fails, fails))
             if intent is not None:
                 bucket = t.intents.get(intent)

@@ -48,6 +48,8 @@ _ROW_FIELDS = (
     "generator",
 )
 
+_TEXT_FIELDS = tuple(f for f in _ROW_FIELDS if f not in ("latency_ms", "usage", "seq"))
+
 
 class RunError(Exception):
     """A run that cannot go on; `exit_code` says how the CLI should end."""
@@ -181,12 +183,14 @@ class _AttemptScorer:
             row["reasons"] = reasons
         if details:
             row["details"] = details
-        if self.redact:
-            redactor = self.markers.with_values(found)
-            if redactor:
-                row = redactor.apply(row)
-        if self.always:
-            row = self.always.apply(row)
+        # Only the recorded text can hold a secret: detector evidence is masked at source.
+        redactor = self.markers.with_values(found) if self.redact else self.always
+        if self.redact and self.always:
+            redactor = redactor.with_values(self.always.values)
+        if redactor:
+            for key in _TEXT_FIELDS:
+                if key in row:
+                    row[key] = redactor.apply(row[key])
         return row
 
 

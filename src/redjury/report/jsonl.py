@@ -8,12 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 REPORT_NAME = "redjury.report.jsonl"
 HITLOG_NAME = "redjury.hitlog.jsonl"
 
 
 def dumps(row: dict[str, Any]) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=str)
+    try:
+        return orjson.dumps(row).decode()
+    except TypeError:  # a value orjson does not know (or an int beyond 64 bits)
+        return json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def read_rows(path: Path) -> Iterator[dict[str, Any]]:

@@ -2,19 +2,72 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from redjury.config import ReportingSpec
 from redjury.evaluators import DetectorTally
+from redjury.stats import (
+    Calibration,
+    CISettings,
+    Correction,
+    confidence_fields,
+    hit_at_k,
+    resolve_correction,
+)
+
+log = logging.getLogger(__name__)
+
+AuditLookup = Callable[[str], Correction | None]
+
+
+def ci_settings(reporting: ReportingSpec) -> CISettings:
+    return CISettings(
+        method=reporting.confidence_interval_method,
+        iterations=reporting.bootstrap_num_iterations,
+        level=reporting.bootstrap_confidence_level,
+        min_sample_size=reporting.bootstrap_min_sample_size,
+        propagate_detector_uncertainty=reporting.propagate_detector_uncertainty,
+    )
 
 
 def eval_statistics(
-    reporting: ReportingSpec, seed: int
+    reporting: ReportingSpec, seed: int, audit_lookup: AuditLookup | None = None
 ) -> Callable[[str, str, DetectorTally], dict[str, Any]]:
     """A function giving the extra eval-row fields for one probe × detector."""
+    settings = ci_settings(reporting)
+    calibration: Calibration | None = None
+    if reporting.calibration:
+        calibration = Calibration.load(reporting.calibration)
+    config_metrics = (
+        {k: v.model_dump() for k, v in reporting.detector_metrics.items()}
+        if reporting.detector_metrics
+        else None
+    )
 
     def fields(probe: str, detector: str, tally: DetectorTally) -> dict[str, Any]:
-        return {}
+        out: dict[str, Any] = {}
+        n = tally.passed + tally.fails
+        if tally.abstain_n:
+            out["abstention_rate"] = round(tally.abstain_sum / tally.abstain_n, 6)
+            out["flippable"] = tally.flippable
+        if n and settings.method != "none":
+            correction = resolve_correction(
+                detector,
+                audit_lookup=audit_lookup,
+                config_metrics=config_metrics,
+                garak_metrics_file=reporting.detector_metrics_file,
+            )
+            out.update(confidence_fields(tally.fails, n, settings, correction, rng=seed))
+        if reporting.hit_at_k is not None:
+            hak = hit_at_k(tally.per_prompt, reporting.hit_at_k)
+            if hak:
+                out["hit_at_k"] = hak
+        if calibration is not None and n:
+            rating = calibration.rating(probe, detector, tally.passed / n)
+            if rating is not None:
+                out["z_score"], out["defcon"], out["defcon_symbol"] = rating
+        return out
 
     return fields

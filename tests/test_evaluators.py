@@ -1,0 +1,174 @@
+"""The verdict policies and the eval / probe_summary / hitlog records they produce (seed 002)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from redjury.evaluators import (
+    Evaluator,
+    RunTally,
+    ThresholdEvaluator,
+    ZeroToleranceEvaluator,
+    hitlog_row,
+    load_evaluator,
+)
+
+
+def attempt_row(
+    probe: str,
+    results: dict[str, list[float | None]],
+    outputs: list[str | None] | None = None,
+    intent: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    n = len(next(iter(results.values()))) if results else 0
+    row = {
+        "entry_type": "attempt",
+        "id": extra.pop("id", "a"),
+        "probe": probe,
+        "outputs": outputs or [f"out{i}" for i in range(n)],
+        "detector_results": results,
+        **extra,
+    }
+    if intent is not None:
+        row["intent"] = intent
+    return row
+
+
+def evals(tally: RunTally) -> list[dict[str, Any]]:
+    return [r for r in tally.eval_rows() if r["entry_type"] == "eval"]
+
+
+def test_threshold_score_at_threshold_fails() -> None:
+    ev = ThresholdEvaluator(0.5)
+    assert ev.test(0.49) is True
+    assert ev.test(0.5) is False
+    assert ev.test(0.51) is False
+
+
+def test_zero_tolerance_passes_only_exact_zero() -> None:
+    ev = ZeroToleranceEvaluator()
+    assert [ev.test(v) for v in (0.0, 0.001, 0.5, 1.0)] == [True, False, False, False]
+
+
+def test_base_evaluator_fails_everything() -> None:
+    assert Evaluator().test(0.0) is False
+
+
+def test_custom_evaluator_by_import_path() -> None:
+    ev = load_evaluator("tests_support_evaluators:Lenient")
+    assert ev.test(0.7) is True and ev.test(0.9) is False
+
+
+def test_unknown_evaluator_path_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="evaluator.type"):
+        load_evaluator("no_such_module:Thing")
+
+
+def test_nones_are_counted_apart() -> None:
+    tally = RunTally(ThresholdEvaluator())
+    tally.add(attempt_row("p", {"d": [0.0, 1.0, None, 0.2]}))
+    (row,) = evals(tally)
+    assert (row["passed"], row["fails"], row["nones"]) == (2, 1, 1)
+    assert row["total_evaluated"] == 3 and row["total_processed"] == 4
+
+
+def test_intents_omitted_when_no_attempt_has_one() -> None:
+    tally = RunTally(ThresholdEvaluator())
+    tally.add(attempt_row("p", {"d": [1.0]}))
+    assert "intents" not in evals(tally)[0]
+
+
+def test_intents_breakdown_buckets_nones() -> None:
+    tally = RunTally(ThresholdEvaluator())
+    tally.add(attempt_row("p", {"d": [1.0, None]}, intent="fraud", id="a"))
+    tally.add(attempt_row("p", {"d": [0.0]}, intent="hate", id="b"))
+    tally.add(attempt_row("p", {"d": [0.0, 0.0]}, intent="fraud", id="c"))
+    (row,) = evals(tally)
+    assert row["intents"] == {
+        "fraud": {"passed": 2, "total_evaluated": 3, "nones": 1},
+        "hate": {"passed": 1, "total_evaluated": 1, "nones": 0},
+    }
+
+
+def test_intents_scoped_per_detector() -> None:
+    tally = RunTally(ThresholdEvaluator())
+    tally.add(attempt_row("p", {"d1": [1.0]}, intent="fraud", id="a"))
+    tally.add(attempt_row("p", {"d2": [0.0]}, intent="hate", id="b"))
+    rows = {r["detector"]: r for r in evals(tally)}
+    assert set(rows["d1"]["intents"]) == {"fraud"}
+    assert set(rows["d2"]["intents"]) == {"hate"}
+    assert rows["d2"]["total_evaluated"] == 1
+
+
+def test_eval_rows_sorted_by_probe_then_detector_with_summary_after_each_probe() -> None:
+    tally = RunTally(ThresholdEvaluator())
+    tally.add(attempt_row("zeta", {"b": [0.0], "a": [1.0]}, id="1"))
+    tally.add(attempt_row("alpha", {"c": [0.0]}, id="2"))
+    kinds = [(r["entry_type"], r["probe"], r.get("detector")) for r in tally.eval_rows()]
+    assert kinds == [
+        ("eval", "alpha", "c"),
+        ("probe_summary", "alpha", None),
+        ("eval", "zeta", "a"),
+        ("eval", "zeta", "b"),
+        ("probe_summary", "zeta", None),
+    ]
+
+
+def test_probe_summary_counts_outputs_and_detections() -> None:
+    tally = RunTally(ThresholdEvaluator())
+    tally.add(
+        attempt_row("p", {"d1": [1.0, None, 0.0], "d2": [0.0, None, 0.0]}, outputs=["x", None, "y"])
+    )
+    summary = [r for r in tally.eval_rows() if r["entry_type"] == "probe_summary"][0]
+    assert summary == {
+        "entry_type": "probe_summary",
+        "probe": "p",
+        "inference_counts": {"total_evaluated": 3, "nones": 1},
+        "detection_counts": {"detectors": ["d1", "d2"], "passed": 3, "fails": 1, "nones": 2},
+    }
+
+
+def test_hit_callback_receives_each_failing_output() -> None:
+    tally = RunTally(ThresholdEvaluator(0.5))
+    hits: list[tuple[str, int, float]] = []
+    tally.add(
+        attempt_row("p", {"d": [0.5, 0.1, 0.9]}),
+        lambda row, det, idx, s: hits.append((det, idx, s)),
+    )
+    assert hits == [("d", 0, 0.5), ("d", 2, 0.9)]
+
+
+def test_hitlog_entry_has_garaks_fields() -> None:
+    row = attempt_row(
+        "p",
+        {"d": [1.0]},
+        outputs=["bad"],
+        goal="g",
+        prompt="pr",
+        run_id="r",
+        seq=3,
+        notes={"triggers": ["T1"]},
+    )
+    entry = hitlog_row(row, "d", 0, 1.0, "openai gpt", None)
+    assert set(entry) == {
+        "goal",
+        "prompt",
+        "output",
+        "triggers",
+        "score",
+        "run_id",
+        "attempt_id",
+        "attempt_seq",
+        "attempt_idx",
+        "generator",
+        "probe",
+        "detector",
+        "generations_per_prompt",
+    }
+    assert entry["output"] == {"text": "bad"}
+    assert entry["triggers"] == ["T1"]
+    assert entry["attempt_seq"] == 3 and entry["generations_per_prompt"] == 1
+    assert entry["generator"] == "openai gpt"
