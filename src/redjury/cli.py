@@ -174,6 +174,10 @@ def run(
         "reporting.show_z": True if show_z else None,
         "reporting.narrow": True if narrow else None,
         "reporting.redact": False if no_redact else None,
+        "reporting.html": True if html else None,
+        "reporting.junit": str(junit) if junit else None,
+        "reporting.fail_on_asr": fail_on_asr,
+        "reporting.fail_on_errors": fail_on_errors,
     }
     if zero_tolerance:
         overrides["evaluator.type"] = "zero_tolerance"
@@ -209,6 +213,26 @@ def run(
         typer.echo(
             f"skipped {result.input_errors} bad input lines (input_error rows in the report)"
         )
+
+
+@app.command()
+def calibrate(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(help="Report JSONL files (redjury or garak), one per target model."),
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the calibration JSON.")
+    ] = Path("calibration.json"),
+) -> None:
+    """Build a Z-score calibration file (mu, sigma per probe/detector) from several reports."""
+    from redjury.stats import write_calibration
+
+    try:
+        data = write_calibration(reports, output)
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"calibration: {output} ({sum(1 for k in data if '/' in k)} probe/detector pairs)")
 
 
 @detectors_app.command("list")

@@ -83,6 +83,17 @@ class ReportingSpec(_Strict):
         True, description="Mask the PII and markers detectors found inside written outputs."
     )
     narrow: bool = Field(False, description="Narrow terminal output.")
+    html: bool = Field(False, description="Also write `redjury.report.html` at the end of a run.")
+    junit: str | None = Field(
+        None, description="Write JUnit XML (one test case per probe × detector) to this path."
+    )
+    fail_on_asr: float | dict[str, float] | None = Field(
+        None,
+        description="Exit 4 when a probe × detector attack-success rate exceeds this (a number, or `{detector: rate}`).",
+    )
+    fail_on_errors: int | None = Field(
+        None, ge=0, description="Exit 4 when more than this many replies ended in judge errors."
+    )
 
     @field_validator("hit_at_k")
     @classmethod

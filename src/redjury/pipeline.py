@@ -415,6 +415,10 @@ class Run:
                 eval_rows.append(row)
                 tally = self.tally.tallies[(row["probe"], row["detector"])]
                 self.printer.eval_row(row, tally.first_hits[:hits_limit] if hits_limit else ())
+        report.flush()
+        digest = _digest(self.report_path)
+        if digest is not None:
+            report.write(digest)
         completion: dict[str, Any] = {
             "entry_type": "completion",
             "end_time": dt.datetime.now(dt.UTC).isoformat(),
@@ -443,6 +447,15 @@ class Run:
         from redjury.report.statistics import eval_statistics
 
         return eval_statistics(self.config.reporting, seed)
+
+
+def _digest(report_path: Path) -> dict[str, Any] | None:
+    """The digest row (breakdowns for other tools), when the digest module is present."""
+    try:
+        from redjury.report.digest import digest_row
+    except ImportError:
+        return None
+    return digest_row(report_path)
 
 
 class _Progress:
