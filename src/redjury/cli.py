@@ -154,6 +154,16 @@ def run(
             "--colour/--no-colour", help="Force colour on or off (default: on for a terminal)."
         ),
     ] = None,
+    html: Annotated[bool, typer.Option("--html", help="Also write redjury.report.html.")] = False,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    fail_on_asr: Annotated[
+        float | None,
+        typer.Option("--fail-on-asr", help="Exit 4 when any probe × detector ASR exceeds this rate (0–1)."),
+    ] = None,
+    fail_on_errors: Annotated[
+        int | None,
+        typer.Option("--fail-on-errors", help="Exit 4 when more than N replies ended in judge errors."),
+    ] = None,
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
     from redjury.pipeline import RunError, RunOptions
