@@ -32,7 +32,7 @@ def second_server() -> Iterator[FaultServer]:
 def judge(
     url: str,
     name: str = "judge-a",
-    scoring: str = "harmbench",
+    kind: str = "harmbench",
     *,
     type: str = "OPENAI",
     timeout: float = 5.0,
@@ -43,7 +43,7 @@ def judge(
         "name": name,
         "connection": {"type": type, "base_url": url, "timeout": timeout},
         "generation": {"temperature": 0, "seed": 7},
-        "scoring": {"type": scoring},
+        "scoring": {"type": kind},
     }
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(spec.get(key), dict):
@@ -58,7 +58,13 @@ def make_panel(tmp_path: Path) -> Iterator[Any]:
     """Build panels with a per-test cache file and fast retries; closes them after the test."""
     made: list[JudgePanelDetector] = []
 
-    def build(judges: list[dict[str, Any]], *, use_cache: bool = True, cache: Path | None = None, **settings: Any) -> JudgePanelDetector:
+    def build(
+        judges: list[dict[str, Any]],
+        *,
+        use_cache: bool = True,
+        cache: Path | None = None,
+        **settings: Any,
+    ) -> JudgePanelDetector:
         spec = EvaluationSpec.model_validate(
             {"judges": judges, "retry_base_delay": 0.01, "max_retries": 2, **settings}
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import socket
 import struct
@@ -114,7 +115,9 @@ def by_model(mapping: Mapping[str, Action | Script], default: Action = Reply("no
     return script
 
 
-def per_model_sequence(mapping: Mapping[str, Sequence[Action]], then: Action = Reply("no")) -> Script:
+def per_model_sequence(
+    mapping: Mapping[str, Sequence[Action]], then: Action = Reply("no")
+) -> Script:
     """Each model's k-th request gets mapping[model][k]."""
     counts: dict[str, int] = {}
     lock = threading.Lock()
@@ -182,17 +185,30 @@ def ollama_body(reply: Reply, model: str | None) -> bytes:
             {
                 "token": first,
                 "logprob": reply.top_logprobs[first],
-                "top_logprobs": [{"token": t, "logprob": lp} for t, lp in reply.top_logprobs.items()],
+                "top_logprobs": [
+                    {"token": t, "logprob": lp} for t, lp in reply.top_logprobs.items()
+                ],
             }
         ]
     return json.dumps(data).encode()
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 def _response(status: int, body: bytes, extra: Mapping[str, str] | None = None) -> bytes:
-    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json", f"content-length: {len(body)}"]
+    head = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+        "content-type: application/json",
+        f"content-length: {len(body)}",
+    ]
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
@@ -280,7 +296,9 @@ class FaultServer:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _serve(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, backlog=1024)
+        self._server = await asyncio.start_server(
+            self._handle, "127.0.0.1", self.port, backlog=1024
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
 
@@ -322,7 +340,12 @@ class FaultServer:
                 writer.close()
 
     async def _answer(
-        self, method: str, path: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
     ) -> bool:
         """Write one response; False when the connection is gone."""
         path = path.split("?", 1)[0]
@@ -363,7 +386,9 @@ class FaultServer:
                 writer.transport.abort()
                 return False
             if isinstance(action, Status):
-                extra = {"retry-after": action.retry_after} if action.retry_after is not None else None
+                extra = (
+                    {"retry-after": action.retry_after} if action.retry_after is not None else None
+                )
                 writer.write(_response(action.code, b'{"error": {"message": "scripted"}}', extra))
             elif isinstance(action, RawBody):
                 writer.write(_response(200, action.body))
@@ -393,10 +418,8 @@ def main(argv: list[str] | None = None) -> None:
         print(server.port, flush=True)
         await task
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":
