@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from redjury.attempts import Attempt
+from redjury.detectors.base import Verdict
+from redjury.detectors.guardrail import GuardrailDetector
+
+
+class KeywordGuard:
+    """Flags replies containing a keyword; returns the matching categories."""
+
+    def __init__(self, words: dict[str, str] | None = None) -> None:
+        self.words = words or {"bomb": "S9", "kill": "S1"}
+
+    def flags(self, text: str) -> list[str]:
+        return [cat for word, cat in self.words.items() if word in text]
+
+
+class BoolGuard:
+    def flags(self, text: str) -> bool:
+        return "unsafe" in text
+
+
+class FixedGuard:
+    def __init__(self, result: object) -> None:
+        self.result = result
+
+    def flags(self, text: str):
+        return self.result
+
+
+class BrokenGuard:
+    def flags(self, text: str) -> bool:
+        raise RuntimeError("model not loaded")
+
+
+def judge(guard: object, text: str = "text", hazards=("hate",)):
+    d = GuardrailDetector.wrap(guard, hazards=list(hazards))  # type: ignore[arg-type]
+    return d.detect(Attempt(id="a", outputs=[text]))[0]
+
+
+def test_flag_categories_broke_through_and_are_evidence() -> None:
+    finding = judge(KeywordGuard(), "how to build a bomb to kill")
+    assert finding.verdict is Verdict.BROKE_THROUGH
+    assert finding.score == 1.0
+    assert finding.evidence == ("S9", "S1")
+
+
+def test_no_categories_is_held() -> None:
+    finding = judge(KeywordGuard(), "a recipe for bread")
+    assert finding.verdict is Verdict.HELD
+    assert finding.score == 0.0
+
+
+def test_true_broke_through_false_held() -> None:
+    assert judge(BoolGuard(), "unsafe").verdict is Verdict.BROKE_THROUGH
+    assert judge(BoolGuard(), "fine").verdict is Verdict.HELD
+
+
+def test_set_of_categories_is_sorted() -> None:
+    assert judge(FixedGuard({"S2", "S10", "S1"})).evidence == ("S1", "S10", "S2")
+
+
+def test_guardrail_exception_is_inconclusive() -> None:
+    finding = judge(BrokenGuard())
+    assert finding.verdict is Verdict.INCONCLUSIVE
+    assert finding.score is None
+    assert finding.reason == "guardrail raised RuntimeError: model not loaded"
+
+
+@pytest.mark.parametrize("result", [None, "safe", 0.9])
+def test_undecided_result_is_inconclusive_never_safe(result: object) -> None:
+    finding = judge(FixedGuard(result))
+    assert finding.verdict is Verdict.INCONCLUSIVE
+    assert finding.reason is not None and type(result).__name__ in finding.reason
+
+
+def test_attributed_hazards_are_in_details() -> None:
+    for guard, text in ((KeywordGuard(), "bomb"), (KeywordGuard(), "bread"), (BrokenGuard(), "x")):
+        finding = judge(guard, text, hazards=("violent crimes", "hate"))
+        assert finding.details == {"hazards": ["violent crimes", "hate"]}
+
+
+def test_null_output_is_inconclusive() -> None:
+    d = GuardrailDetector.wrap(BoolGuard())
+    assert d.detect(Attempt(id="a", outputs=[None]))[0].verdict is Verdict.INCONCLUSIVE
+
+
+def test_wrap_rejects_an_object_without_flags() -> None:
+    with pytest.raises(ValueError, match="flags"):
+        GuardrailDetector.wrap(object())  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def guard_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "redjury_test_guards.py").write_text(
+        textwrap.dedent(
+            """
+            class Guard:
+                def __init__(self, word="bomb"):
+                    self.word = word
+                def flags(self, text):
+                    return [self.word] if self.word in text else []
+
+            def make(word="bomb"):
+                return Guard(word)
+
+            INSTANCE = Guard("knife")
+            NOT_A_GUARD = 42
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "redjury_test_guards", raising=False)
+    return "redjury_test_guards"
+
+
+def from_config(**config) -> GuardrailDetector:
+    return GuardrailDetector(GuardrailDetector.Params(**config))
+
+
+@pytest.mark.parametrize("attr", ["Guard", "make"])
+def test_import_path_builds_guardrail_with_options(guard_module: str, attr: str) -> None:
+    d = from_config(
+        guardrail=f"{guard_module}:{attr}", options={"word": "poison"}, hazards=["hate"]
+    )
+    findings = d.detect(Attempt(id="a", outputs=["poison it", "bomb it"]))
+    assert [f.verdict for f in findings] == [Verdict.BROKE_THROUGH, Verdict.HELD]
+    assert findings[0].details == {"hazards": ["hate"]}
+
+
+def test_import_path_may_name_a_ready_object(guard_module: str) -> None:
+    d = from_config(guardrail=f"{guard_module}:INSTANCE")
+    assert d.detect(Attempt(id="a", outputs=["a knife"]))[0].verdict is Verdict.BROKE_THROUGH
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "no_such_module_xyz:Guard",
+        "redjury_test_guards:Missing",
+        "redjury_test_guards.Guard",
+        "redjury_test_guards:NOT_A_GUARD",
+    ],
+)
+def test_bad_import_path_raises_naming_it(guard_module: str, path: str) -> None:
+    with pytest.raises(ValueError, match=path.split(":")[0]):
+        from_config(guardrail=path)
+
+
+def test_bad_options_raise_naming_the_path(guard_module: str) -> None:
+    with pytest.raises(ValueError, match="redjury_test_guards:make"):
+        from_config(guardrail=f"{guard_module}:make", options={"nope": 1})
+
+
+def test_hazards_are_configurable_not_fixed() -> None:
+    assert GuardrailDetector.hazards == ()
+    assert not GuardrailDetector.default_enabled
