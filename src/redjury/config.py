@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -206,3 +207,69 @@ def load_config(path: str | Path | None) -> RunConfig:
     except yaml.YAMLError as exc:
         raise ConfigError([f"{p}: not valid YAML: {exc}"]) from None
     return parse_config(data, str(p))
+
+
+def _default_text(info: Any) -> str:
+    from pydantic_core import PydanticUndefined
+
+    if info.default_factory is not None:
+        value = info.default_factory()
+    elif info.default is PydanticUndefined:
+        return "required"
+    else:
+        value = info.default
+    if hasattr(value, "value"):
+        value = value.value
+    if isinstance(value, BaseModel):
+        return "see below"
+    return "`" + json.dumps(value, default=str) + "`"
+
+
+def _model_rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
+    nested: list[tuple[str, type[BaseModel]]] = []
+    for name, info in model.model_fields.items():
+        key = info.alias or name
+        annotation = info.annotation
+        sub = _submodel(annotation)
+        if sub is not None and sub is not DetectorEntry:
+            is_list = getattr(annotation, "__origin__", None) is list
+            nested.append((f"{prefix}{key}{'[]' if is_list else ''}.", sub))
+        meaning = info.description or ""
+        if not meaning and sub is not None and sub.__doc__:
+            meaning = sub.__doc__.strip().splitlines()[0]
+        rows.append((f"{prefix}{key}", _default_text(info), meaning.replace("|", "\\|")))
+    for sub_prefix, sub in nested:
+        rows.extend(_model_rows(sub, sub_prefix))
+    return rows
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _submodel(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def reference_markdown() -> str:
+    """The configuration reference table of the README, generated from the models."""
+    lines = ["| key | default | meaning |", "| --- | --- | --- |"]
+    for key, default, meaning in _model_rows(RunConfig, ""):
+        lines.append(f"| `{key}` | {default} | {meaning} |")
+    lines.append("")
+    lines.append("Detector settings (`detectors[]` entries: `type` plus these keys):")
+    lines.append("")
+    lines.append("| detector | key | default | meaning |")
+    lines.append("| --- | --- | --- | --- |")
+    for name, cls in detector_classes().items():
+        if name == "judge_panel":
+            continue
+        rows = _model_rows(cls.Params, "")
+        if not rows:
+            lines.append(f"| `{name}` | | | no settings |")
+        for key, default, meaning in rows:
+            lines.append(f"| `{name}` | `{key}` | {default} | {meaning} |")
+    return "\n".join(lines) + "\n"
