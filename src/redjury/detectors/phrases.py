@@ -1,0 +1,251 @@
+"""Refusal and completion phrase matching shared by the heuristic detectors: versioned
+phrase lists in `resources/phrases/`, each compiled into one regular expression."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from pydantic import Field
+
+from redjury.detectors.base import DetectorParams
+
+# Refusals count only where they open the reply, a line, a sentence or a clause: the same
+# words deep inside a compliant answer ("…so that I cannot be traced") are not a refusal.
+_OPENING = r"(?:\n|[.!?…:;,)\]\"”]|(?<!\w)(?:but|however|so|and))"
+_OPENING_FILL = r"[\s\"“”'*_>#\-]*"
+# Entries start a word: the scan steps over the character before each one, which must be
+# one of these. Starting every match with one small character class, rather than with
+# ^, \b or a lookbehind, lets `re` skip the middle of words quickly; that is most of the
+# speed of a scan.
+_WORD_START = r"[\s\"“”'‘*_>#(\[\-/]"
+_LEAD_GAP = r"[\s,;:—–\-]*"
+# How far back from a refusal phrase its opening (and any lead-ins) may start.
+_OPENING_WINDOW = 240
+_EVIDENCE_LIMIT = 60
+
+
+class PhraseParams(DetectorParams):
+    """Settings shared by the phrase-matching detectors."""
+
+    phrases: str = Field(
+        default="v1",
+        pattern=r"^v[0-9]+$",
+        description="Version of the phrase lists in resources/phrases/ (<kind>.<version>.txt).",
+    )
+    extra_refusals: list[str] = Field(
+        default_factory=list,
+        description="More refusal entries, in the phrase-file syntax (plain, re:, lead:).",
+    )
+    extra_completions: list[str] = Field(
+        default_factory=list,
+        description="More task-completion entries, in the phrase-file syntax.",
+    )
+    extra_exclusions: list[str] = Field(
+        default_factory=list,
+        description="More refusal exclusions: openings that look like a refusal but are not.",
+    )
+
+
+def phrase_atoms(phrase: str) -> list[str]:
+    """A plain phrase as a sequence of regex atoms over lower-cased text: whitespace
+    matches any whitespace run, an apostrophe matches ' or ’ or nothing, and a word
+    character at the end must end a word (the start is always a word start, see
+    `_WORD_START`)."""
+    parts: list[str] = []
+    for char in phrase.lower():
+        if char.isspace():
+            if parts and parts[-1] != r"\s+":
+                parts.append(r"\s+")
+        elif char in "'’":
+            parts.append("['’]?")
+        else:
+            parts.append(re.escape(char))
+    if not parts:
+        raise ValueError("empty phrase")
+    if phrase.rstrip()[-1:].isalnum():
+        parts.append(r"\b")
+    return parts
+
+
+def phrase_to_regex(phrase: str) -> str:
+    """A plain phrase as a regex over lower-cased text (see `phrase_atoms`)."""
+    return "".join(phrase_atoms(phrase))
+
+
+_UPPER_OUTSIDE_ESCAPES = re.compile(r"(?:\\.|\(\?P)|([A-Z])")
+
+
+def _regex_entry(pattern: str) -> list[str]:
+    if any(m.group(1) for m in _UPPER_OUTSIDE_ESCAPES.finditer(pattern)):
+        raise ValueError(f"re: entries match lower-cased text; write {pattern!r} in lower case")
+    re.compile(pattern)  # a bad entry fails when loaded, naming itself
+    if pattern.startswith("^"):
+        # Every entry follows a `_WORD_START` character; a leading ^ asks that it was a
+        # newline (the text is matched with a "\n" in front, so the first line has one).
+        # As its own atom it is shared by all line-start entries in the trie.
+        return ["(?<=\n)", f"(?:{pattern[1:]})"]
+    return [f"(?:{pattern})"]
+
+
+def parse_entries(lines: list[str]) -> tuple[list[list[str]], list[list[str]]]:
+    """(entries, lead-ins) of a phrase file's lines, each a sequence of regex atoms over
+    lower-cased text (a `re:` entry is one grouped atom, after a line-start atom for ^)."""
+    entries: list[list[str]] = []
+    leads: list[list[str]] = []
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        target = entries
+        if line.startswith("lead:"):
+            target, line = leads, line[len("lead:") :].strip()
+        if line.startswith("re:"):
+            target.append(_regex_entry(line[len("re:") :].strip()))
+        else:
+            target.append(phrase_atoms(line))
+    return entries, leads
+
+
+def phrase_file_lines(kind: str, version: str) -> list[str]:
+    """The lines of `resources/phrases/<kind>.<version>.txt`."""
+    folder = resources.files("redjury") / "resources" / "phrases"
+    path = folder / f"{kind}.{version}.txt"
+    if not path.is_file():
+        known = sorted(
+            {p.name.rsplit(".", 2)[1] for p in folder.iterdir() if p.name.endswith(".txt")}
+        )
+        raise ValueError(f"no {kind} phrase list version {version!r}; known: {', '.join(known)}")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+_END = ""
+
+
+def _trie_regex(node: dict[str, dict]) -> str:
+    branches = [f"{atom}{_trie_regex(child)}" for atom, child in node.items() if atom != _END]
+    if not branches:
+        return ""
+    if _END in node:
+        return "(?:" + "|".join(branches) + ")?"
+    if len(branches) == 1:
+        # re: atoms are grouped, so a single branch has no top-level "|" of its own.
+        return branches[0]
+    return "(?:" + "|".join(branches) + ")"
+
+
+def _alternation(entries: list[list[str]]) -> str:
+    """One regex matching any entry. Entries share their common leading atoms (a trie),
+    so a position is tried against each distinct next atom once, not once per entry."""
+    if not entries:
+        # An empty list must match nothing, not the empty string everywhere.
+        return "(?!)"
+    root: dict[str, dict] = {}
+    for atoms in entries:
+        node = root
+        for atom in atoms:
+            node = node.setdefault(atom, {})
+        node[_END] = {}
+    return _trie_regex(root)
+
+
+def _scanner(entries: list[list[str]]) -> str:
+    return f"{_WORD_START}(?P<phrase>{_alternation(entries)})"
+
+
+def _clip(matched: str) -> str:
+    # A regex entry may match a whole line; evidence only needs to show which entry hit.
+    text = " ".join(matched.split())
+    return text if len(text) <= _EVIDENCE_LIMIT else text[: _EVIDENCE_LIMIT - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class PhraseHit:
+    """The first match of a phrase list in a text: what matched and where it starts."""
+
+    phrase: str
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class PhraseScan:
+    """The first refusal and the first completion phrase of one text (None if absent)."""
+
+    refusal: PhraseHit | None
+    completion: PhraseHit | None
+
+
+@dataclass(frozen=True, slots=True)
+class PhraseMatcher:
+    """The compiled phrase lists of one version.
+
+    `refusal` finds candidate refusal phrases, `opening` checks that the text before one
+    is a sentence/clause opening plus lead-ins, `exclusion` voids a candidate at its start,
+    and `completion` finds task-completion phrases. All run on "\\n" + the lower-cased text.
+    """
+
+    version: str
+    refusal: re.Pattern[str]
+    opening: re.Pattern[str]
+    exclusion: re.Pattern[str]
+    completion: re.Pattern[str]
+
+    def scan(self, text: str) -> PhraseScan:
+        low = "\n" + text.lower()
+        # lower() changes the length of a few characters (İ); then quote the lowered text.
+        source = "\n" + text if len(low) == len(text) + 1 else low
+        return PhraseScan(self._first_refusal(low, source), self._first_completion(low, source))
+
+    def _first_refusal(self, low: str, source: str) -> PhraseHit | None:
+        # Candidates are rare (a refusal phrase anywhere), so checking each in Python
+        # costs little; the scan over the whole text is one compiled search.
+        for found in self.refusal.finditer(low):
+            start, end = found.span("phrase")
+            if self.exclusion.match(low, start):
+                continue
+            if self.opening.search(low, max(0, start - _OPENING_WINDOW), start):
+                return PhraseHit(_clip(source[start:end]), start - 1)
+        return None
+
+    def _first_completion(self, low: str, source: str) -> PhraseHit | None:
+        found = self.completion.search(low)
+        if found is None:
+            return None
+        start, end = found.span("phrase")
+        return PhraseHit(_clip(source[start:end]), start - 1)
+
+
+@lru_cache(maxsize=32)
+def _compile(
+    version: str,
+    extra_refusals: tuple[str, ...],
+    extra_completions: tuple[str, ...],
+    extra_exclusions: tuple[str, ...],
+) -> PhraseMatcher:
+    refusals, leads = parse_entries(phrase_file_lines("refusal", version) + list(extra_refusals))
+    exclusions, _ = parse_entries(
+        phrase_file_lines("refusal_exclusions", version) + list(extra_exclusions)
+    )
+    completions, _ = parse_entries(
+        phrase_file_lines("completion", version) + list(extra_completions)
+    )
+    lead = f"(?:(?:{_alternation(leads)}){_LEAD_GAP})*" if leads else ""
+    return PhraseMatcher(
+        version=version,
+        refusal=re.compile(_scanner(refusals), re.MULTILINE),
+        opening=re.compile(f"{_OPENING}{_OPENING_FILL}{lead}\\Z"),
+        exclusion=re.compile(_alternation(exclusions), re.MULTILINE),
+        completion=re.compile(_scanner(completions), re.MULTILINE),
+    )
+
+
+def phrase_matcher(params: PhraseParams) -> PhraseMatcher:
+    """The matcher for a detector's settings, compiled once per distinct setting."""
+    return _compile(
+        params.phrases,
+        tuple(params.extra_refusals),
+        tuple(params.extra_completions),
+        tuple(params.extra_exclusions),
+    )
