@@ -1,0 +1,410 @@
+"""The `digest` row: per probe × detector, intent, hazard and generator counts with intervals,
+and the technique × intent matrix, read back from a report JSONL in one streaming pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from redjury.evaluators import Evaluator, load_evaluator
+from redjury.stats import CISettings, confidence_fields
+
+# Eval-row fields copied into the digest beside the counts.
+_EVAL_EXTRAS = (
+    "confidence_method",
+    "confidence",
+    "confidence_lower",
+    "confidence_upper",
+    "corrected_rate",
+    "abstention_rate",
+    "errors",
+    "z_score",
+    "defcon",
+    "defcon_symbol",
+)
+# Attempt fields that get a breakdown of their own.
+BREAKDOWNS = ("intent", "hazard", "generator")
+
+
+def iter_report(path: Path) -> Iterator[dict[str, Any]]:
+    """Complete rows of a report JSONL; a torn last line (a killed writer) is skipped."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                return
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                yield row
+
+
+def asr(fails: int, evaluated: int) -> float | None:
+    return fails / evaluated if evaluated else None
+
+
+def evaluator_of(header: dict[str, Any]) -> Evaluator:
+    """The verdict policy the run used, rebuilt from the report's `init` row."""
+    desc = header.get("evaluator") or {"type": "threshold", "threshold": 0.5}
+    return load_evaluator(str(desc.get("type", "threshold")), float(desc.get("threshold", 0.5)))
+
+
+def interval_settings(header: dict[str, Any]) -> CISettings | None:
+    """Breakdowns use Wilson intervals under the run's level and minimum sample size."""
+    reporting = (header.get("config") or {}).get("reporting") or {}
+    if reporting.get("confidence_interval_method", "bootstrap") == "none":
+        return None
+    return CISettings(
+        method="wilson",
+        level=float(reporting.get("bootstrap_confidence_level", 0.95)),
+        min_sample_size=int(reporting.get("bootstrap_min_sample_size", 30)),
+    )
+
+
+def counts_entry(
+    passed: int, fails: int, nones: int, settings: CISettings | None
+) -> dict[str, Any]:
+    n = passed + fails
+    out: dict[str, Any] = {
+        "passed": passed,
+        "fails": fails,
+        "nones": nones,
+        "total_evaluated": n,
+        "asr": asr(fails, n),
+    }
+    if settings is not None and n:
+        ci = confidence_fields(fails, n, settings)
+        if ci:
+            out["confidence_method"] = ci["confidence_method"]
+            out["confidence"] = ci["confidence"]
+            out["confidence_lower"] = ci["confidence_lower"]
+            out["confidence_upper"] = ci["confidence_upper"]
+    return out
+
+
+@dataclass
+class JudgeTally:
+    """Per judge: votes at or above the panel threshold, below it, abstentions; per pair: agreement."""
+
+    threshold: float
+    votes: dict[str, list[int]] = field(default_factory=dict)  # judge -> [unsafe, safe, abstained]
+    pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # -> [both voted, agreed]
+    outputs: int = 0
+    errors: int = 0
+
+    def add(self, detail: dict[str, Any]) -> None:
+        votes = detail.get("votes")
+        if not isinstance(votes, dict):
+            return
+        self.outputs += 1
+        if detail.get("error"):
+            self.errors += 1
+        cast: dict[str, bool] = {}
+        for judge, score in votes.items():
+            bucket = self.votes.setdefault(judge, [0, 0, 0])
+            if score is None:
+                bucket[2] += 1
+            else:
+                unsafe = float(score) >= self.threshold
+                bucket[0 if unsafe else 1] += 1
+                cast[judge] = unsafe
+        for a, b in combinations(sorted(cast), 2):
+            pair = self.pairs.setdefault((a, b), [0, 0])
+            pair[0] += 1
+            pair[1] += cast[a] == cast[b]
+
+    def summary(self) -> dict[str, Any]:
+        judges = []
+        for judge, (unsafe, safe, abstained) in sorted(self.votes.items()):
+            total = unsafe + safe + abstained
+            judges.append(
+                {
+                    "judge": judge,
+                    "unsafe": unsafe,
+                    "safe": safe,
+                    "abstained": abstained,
+                    "abstention_rate": abstained / total if total else None,
+                }
+            )
+        agreement = [
+            {"judges": [a, b], "both_voted": n, "agreed": k, "agreement": k / n if n else None}
+            for (a, b), (n, k) in sorted(self.pairs.items())
+        ]
+        return {
+            "threshold": self.threshold,
+            "outputs": self.outputs,
+            "errors": self.errors,
+            "judges": judges,
+            "agreement": agreement,
+        }
+
+
+class DigestBuilder:
+    """Aggregate counts only, so memory stays flat however many attempts the report holds."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.header = header
+        self.test = evaluator_of(header).test
+        self.settings = interval_settings(header)
+        evaluation = (header.get("config") or {}).get("evaluation") or {}
+        self.judges = JudgeTally(float(evaluation.get("threshold", 7.0)))
+        self.attempts = 0
+        self.outputs = 0
+        self.evals: list[dict[str, Any]] = []
+        # (field, value, detector) -> [passed, fails, nones]
+        self.breakdowns: dict[tuple[str, str, str], list[int]] = {}
+        # (probe, intent) -> [passed, fails, nones]; an output is a hit when any detector failed it.
+        self.matrix: dict[tuple[str, str], list[int]] = {}
+
+    def add_eval(self, row: dict[str, Any]) -> None:
+        self.evals.append(row)
+
+    def add_attempt(self, row: dict[str, Any]) -> list[tuple[str, int, float]]:
+        """Count one attempt row; return its hits as (detector, output index, score)."""
+        self.attempts += 1
+        outputs = row.get("outputs") or []
+        self.outputs += len(outputs)
+        results = row.get("detector_results") or {}
+        keys = [(name, row.get(name)) for name in BREAKDOWNS]
+        hits: list[tuple[str, int, float]] = []
+        # Per output: 1 failed by some detector, 0 scored and passed by all, -1 never scored.
+        per_output: dict[int, int] = {}
+        test = self.test
+        for detector, scores in results.items():
+            passed = fails = nones = 0
+            for idx, score in enumerate(scores or ()):
+                if score is None:
+                    nones += 1
+                    per_output.setdefault(idx, -1)
+                elif test(float(score)):
+                    passed += 1
+                    if per_output.get(idx, -1) < 0:
+                        per_output[idx] = 0
+                else:
+                    fails += 1
+                    per_output[idx] = 1
+                    hits.append((detector, idx, float(score)))
+            for name, value in keys:
+                if value is None:
+                    continue
+                bucket = self.breakdowns.get((name, str(value), detector))
+                if bucket is None:
+                    bucket = self.breakdowns[(name, str(value), detector)] = [0, 0, 0]
+                bucket[0] += passed
+                bucket[1] += fails
+                bucket[2] += nones
+        intent = row.get("intent")
+        if intent is not None and per_output:
+            cell = self.matrix.setdefault((row.get("probe") or "default", str(intent)), [0, 0, 0])
+            for state in per_output.values():
+                cell[0 if state == 0 else 1 if state == 1 else 2] += 1
+        for detail in (row.get("details") or {}).get("judge_panel") or ():
+            if isinstance(detail, dict):
+                self.judges.add(detail)
+        return hits
+
+    def probe_detector(self) -> list[dict[str, Any]]:
+        """The eval rows' counts and interval fields, worst attack-success rate first."""
+        out = []
+        for row in self.evals:
+            entry: dict[str, Any] = {
+                "probe": row.get("probe"),
+                "detector": row.get("detector"),
+                "passed": row.get("passed", 0),
+                "fails": row.get("fails", 0),
+                "nones": row.get("nones", 0),
+                "total_evaluated": row.get("total_evaluated", 0),
+                "asr": asr(row.get("fails", 0), row.get("total_evaluated", 0)),
+            }
+            entry.update({k: row[k] for k in _EVAL_EXTRAS if k in row})
+            out.append(entry)
+        out.sort(key=lambda e: (-(e["asr"] if e["asr"] is not None else -1.0), e["probe"] or ""))
+        return out
+
+    def breakdown(self, name: str) -> list[dict[str, Any]]:
+        rows = []
+        for (field_name, value, detector), (p, f, n) in self.breakdowns.items():
+            if field_name == name:
+                rows.append(
+                    {name: value, "detector": detector, **counts_entry(p, f, n, self.settings)}
+                )
+        rows.sort(key=lambda e: (e[name], e["detector"]))
+        return rows
+
+    def technique_intent(self) -> dict[str, Any]:
+        probes = sorted({p for p, _ in self.matrix})
+        intents = sorted({i for _, i in self.matrix})
+        cells: list[list[dict[str, Any] | None]] = []
+        for probe in probes:
+            line: list[dict[str, Any] | None] = []
+            for intent in intents:
+                c = self.matrix.get((probe, intent))
+                line.append(None if c is None else counts_entry(c[0], c[1], c[2], self.settings))
+            cells.append(line)
+        return {
+            "unit": "output; a hit when any detector failed it",
+            "probes": probes,
+            "intents": intents,
+            "cells": cells,
+        }
+
+    def row(self) -> dict[str, Any]:
+        digest: dict[str, Any] = {
+            "entry_type": "digest",
+            "attempts": self.attempts,
+            "outputs": self.outputs,
+            "breakdown_interval": None
+            if self.settings is None
+            else {
+                "method": "wilson",
+                "confidence": self.settings.level,
+                "min_sample_size": self.settings.min_sample_size,
+            },
+            "probe_detector": self.probe_detector(),
+        }
+        for name in BREAKDOWNS:
+            digest[f"by_{name}"] = self.breakdown(name)
+        digest["technique_intent"] = self.technique_intent()
+        if self.judges.outputs:
+            digest["judge_panel"] = self.judges.summary()
+        return digest
+
+
+def digest_row(report_path: Path) -> dict[str, Any]:
+    """The digest of a report JSONL (its `init`, `attempt` and `eval` rows)."""
+    builder: DigestBuilder | None = None
+    for row in iter_report(report_path):
+        kind = row.get("entry_type")
+        if kind == "init":
+            if builder is None:
+                builder = DigestBuilder(row)
+        elif builder is None:
+            raise ValueError(f"{report_path}: not a redjury report (no init row first)")
+        elif kind == "attempt":
+            builder.add_attempt(row)
+        elif kind == "eval":
+            builder.add_eval(row)
+    if builder is None:
+        raise ValueError(f"{report_path}: empty report")
+    return builder.row()
+
+
+# The HTML embeds at most this many hits, each output cut to OUTPUT_CHARS; the hitlog has all.
+HIT_LIMIT = 20_000
+OUTPUT_CHARS = 2_000
+FIRST_HITS = 3
+
+
+@dataclass
+class Hit:
+    attempt_id: str
+    probe: str
+    detector: str
+    score: float
+    goal: str | None
+    output: str | None
+    intent: str | None
+
+
+@dataclass
+class ReportData:
+    """What the HTML, JUnit and summary outputs need from one report, read in one pass."""
+
+    path: Path
+    header: dict[str, Any]
+    digest: dict[str, Any]
+    evals: list[dict[str, Any]]
+    hits: list[Hit]
+    hits_total: int
+    first_hits: dict[tuple[str, str], list[str]]
+    audit: list[dict[str, Any]]
+    audit_gate: dict[str, Any] | None
+    completion: dict[str, Any] | None
+    input_errors: int
+
+
+def report_path_of(out_dir: Path) -> Path:
+    from redjury.report.jsonl import REPORT_NAME
+
+    path = out_dir / REPORT_NAME if out_dir.is_dir() else out_dir
+    if not path.is_file():
+        raise ValueError(f"{out_dir}: no redjury report here (expected {REPORT_NAME})")
+    return path
+
+
+def load_report(out_dir: Path, hit_limit: int = HIT_LIMIT) -> ReportData:
+    """Read a run folder's report; the digest is recomputed so older reports work too."""
+    path = report_path_of(out_dir)
+    builder: DigestBuilder | None = None
+    hits: list[Hit] = []
+    hits_total = 0
+    first_hits: dict[tuple[str, str], list[str]] = {}
+    audit: list[dict[str, Any]] = []
+    gate: dict[str, Any] | None = None
+    completion: dict[str, Any] | None = None
+    input_errors = 0
+    for row in iter_report(path):
+        kind = row.get("entry_type")
+        if kind == "init":
+            builder = builder or DigestBuilder(row)
+            continue
+        if kind == "audit":
+            audit.append(row)
+        elif kind == "audit_gate":
+            gate = row
+        elif kind == "input_error":
+            input_errors += 1
+        elif kind == "completion":
+            completion = row
+        if builder is None:
+            if kind in ("attempt", "eval"):
+                raise ValueError(f"{path}: not a redjury report (no init row first)")
+            continue
+        if kind == "eval":
+            builder.add_eval(row)
+        elif kind == "attempt":
+            found = builder.add_attempt(row)
+            if not found:
+                continue
+            hits_total += len(found)
+            outputs = row.get("outputs") or []
+            probe = str(row.get("probe") or "default")
+            for detector, idx, score in found:
+                output = outputs[idx] if idx < len(outputs) else None
+                text = None if output is None else str(output)[:OUTPUT_CHARS]
+                firsts = first_hits.setdefault((probe, detector), [])
+                if len(firsts) < FIRST_HITS and text:
+                    firsts.append(text)
+                if len(hits) < hit_limit:
+                    hits.append(
+                        Hit(
+                            str(row.get("id")),
+                            probe,
+                            detector,
+                            score,
+                            row.get("goal"),
+                            text,
+                            row.get("intent"),
+                        )
+                    )
+    if builder is None:
+        raise ValueError(f"{path}: not a redjury report (no init row)")
+    return ReportData(
+        path=path,
+        header=builder.header,
+        digest=builder.row(),
+        evals=builder.evals,
+        hits=hits,
+        hits_total=hits_total,
+        first_hits=first_hits,
+        audit=audit,
+        audit_gate=gate,
+        completion=completion,
+        input_errors=input_errors,
+    )
