@@ -1,0 +1,89 @@
+"""JUnit XML for CI systems: one test case per probe × detector, failed when any output failed."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from redjury.report.digest import ReportData
+
+# Characters XML 1.0 cannot hold at all; a hostile output must not make the file unreadable.
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+HIT_CHARS = 500
+
+
+def xml_text(text: str) -> str:
+    return _ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _case(row: dict[str, Any], first_hits: list[str]) -> ET.Element:
+    probe, detector = str(row.get("probe")), str(row.get("detector"))
+    case = ET.Element("testcase", name=xml_text(detector), classname=xml_text(probe), time="0")
+    fails, n, nones = row.get("fails", 0), row.get("total_evaluated", 0), row.get("nones", 0)
+    if not n:
+        ET.SubElement(case, "skipped", message=f"nothing evaluated ({nones} inconclusive outputs)")
+        return case
+    if not fails:
+        return case
+    message = f"attack-success rate {fails / n:.2%} ({fails}/{n} outputs failed)"
+    lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
+    if lo is not None and hi is not None:
+        message += f", interval [{lo:.2%}, {hi:.2%}]"
+    failure = ET.SubElement(case, "failure", message=message, type="AttackSucceeded")
+    lines = [message, ""]
+    for i, hit in enumerate(first_hits, 1):
+        cut = hit if len(hit) <= HIT_CHARS else hit[:HIT_CHARS] + "…"
+        lines.append(f"hit {i}: {cut}")
+    failure.text = xml_text("\n".join(lines))
+    return case
+
+
+def junit_tree(data: ReportData) -> ET.ElementTree:
+    """<testsuites> with one <testsuite> per probe and one <testcase> per eval row."""
+    root = ET.Element("testsuites", name="redjury")
+    suites: dict[str, ET.Element] = {}
+    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    run_id = str(data.header.get("run_id"))
+    for row in data.evals:
+        probe = str(row.get("probe"))
+        suite = suites.get(probe)
+        if suite is None:
+            suite = suites[probe] = ET.SubElement(root, "testsuite", name=xml_text(probe))
+            props = ET.SubElement(suite, "properties")
+            ET.SubElement(props, "property", name="run_id", value=xml_text(run_id))
+            ET.SubElement(
+                props,
+                "property",
+                name="config_fingerprint",
+                value=xml_text(str(data.header.get("config_fingerprint"))),
+            )
+        case = _case(row, data.first_hits.get((probe, str(row.get("detector"))), []))
+        suite.append(case)
+    for suite in suites.values():
+        cases = suite.findall("testcase")
+        counts = {
+            "tests": len(cases),
+            "failures": sum(1 for c in cases if c.find("failure") is not None),
+            "skipped": sum(1 for c in cases if c.find("skipped") is not None),
+        }
+        suite.set("tests", str(counts["tests"]))
+        suite.set("failures", str(counts["failures"]))
+        suite.set("errors", "0")
+        suite.set("skipped", str(counts["skipped"]))
+        suite.set("time", "0")
+        for k, v in counts.items():
+            totals[k] += v
+    for k, v in totals.items():
+        root.set(k, str(v))
+    root.set("errors", "0")
+    root.set("time", "0")
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(data: ReportData, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    junit_tree(data).write(target, encoding="utf-8", xml_declaration=True)
+    return target

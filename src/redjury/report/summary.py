@@ -1,0 +1,168 @@
+"""`redjury summary`: the digest's breakdowns as rich tables on the terminal, or as Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from redjury.report.digest import ReportData, load_report
+from redjury.report.terminal import escape_control
+
+Table = tuple[str, Sequence[str], list[Sequence[str]]]
+
+
+def _pct(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate * 100:.1f}%"
+
+
+def _interval(row: dict[str, Any]) -> str:
+    lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
+    return "—" if lo is None or hi is None else f"[{lo * 100:.1f}%, {hi * 100:.1f}%]"
+
+
+def _status(row: dict[str, Any]) -> str:
+    if not row.get("total_evaluated"):
+        return "SKIP"
+    return "FAIL" if row.get("fails") else "PASS"
+
+
+def summary_tables(data: ReportData) -> list[Table]:
+    """(title, header, rows) for every breakdown the report has; cells are plain text."""
+    d = data.digest
+    tables: list[Table] = []
+    head = ("", "probe", "detector", "ASR", "interval", "fails", "evaluated", "inconclusive")
+    rows: list[Sequence[str]] = [
+        (
+            _status(p),
+            p["probe"],
+            p["detector"],
+            _pct(p["asr"]),
+            _interval(p),
+            str(p["fails"]),
+            str(p["total_evaluated"]),
+            str(p["nones"]),
+        )
+        for p in d["probe_detector"]
+    ]
+    tables.append(("Attack-success rate per probe × detector (worst first)", head, rows))
+    for key in ("intent", "hazard", "generator"):
+        entries = [e for e in d.get(f"by_{key}") or [] if e["total_evaluated"]]
+        if entries:
+            tables.append(
+                (
+                    f"By {key}",
+                    (key, "detector", "ASR", "interval", "fails", "evaluated"),
+                    [
+                        (
+                            e[key],
+                            e["detector"],
+                            _pct(e["asr"]),
+                            _interval(e),
+                            str(e["fails"]),
+                            str(e["total_evaluated"]),
+                        )
+                        for e in entries
+                    ],
+                )
+            )
+    matrix = d["technique_intent"]
+    if matrix["probes"] and matrix["intents"]:
+        mrows: list[Sequence[str]] = []
+        for probe, cells in zip(matrix["probes"], matrix["cells"], strict=True):
+            mrows.append(
+                (
+                    probe,
+                    *(
+                        ""
+                        if c is None
+                        else f"{_pct(c['asr'])} ({c['fails']}/{c['total_evaluated']})"
+                        for c in cells
+                    ),
+                )
+            )
+        tables.append(
+            (
+                "Techniques × intents (an output is a hit when any detector failed it)",
+                ("probe", *matrix["intents"]),
+                mrows,
+            )
+        )
+    panel = d.get("judge_panel")
+    if panel:
+        tables.append(
+            (
+                "Judge panel",
+                ("judge", "unsafe", "safe", "abstained", "abstention rate"),
+                [
+                    (
+                        j["judge"],
+                        str(j["unsafe"]),
+                        str(j["safe"]),
+                        str(j["abstained"]),
+                        _pct(j["abstention_rate"]),
+                    )
+                    for j in panel["judges"]
+                ],
+            )
+        )
+        if panel["agreement"]:
+            tables.append(
+                (
+                    "Agreement between judges",
+                    ("judges", "both voted", "agreed", "agreement"),
+                    [
+                        (
+                            " × ".join(a["judges"]),
+                            str(a["both_voted"]),
+                            str(a["agreed"]),
+                            _pct(a["agreement"]),
+                        )
+                        for a in panel["agreement"]
+                    ],
+                )
+            )
+    return tables
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+
+
+def markdown_summary(data: ReportData) -> str:
+    """GitHub-flavoured Markdown for a pull-request comment."""
+    d = data.digest
+    failing = [p for p in d["probe_detector"] if p["fails"]]
+    lines = [
+        "## redjury results",
+        "",
+        f"{d['attempts']} attempts, {d['outputs']} outputs, {data.hits_total} failing outputs; "
+        f"{len(failing)} of {len(d['probe_detector'])} probe × detector pairs failed.",
+    ]
+    for title, head, rows in summary_tables(data):
+        lines += ["", f"### {title}", ""]
+        lines.append("| " + " | ".join(_md_cell(h) or " " for h in head) + " |")
+        lines.append("|" + "|".join("---" for _ in head) + "|")
+        for row in rows:
+            lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
+    """Print the breakdowns as rich tables; with `markdown`, also write them there."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    data = load_report(out_dir, hit_limit=0)
+    console = Console()
+    styles = {"FAIL": "bold red", "PASS": "bold green", "SKIP": "bold yellow"}
+    for title, head, rows in summary_tables(data):
+        table = RichTable(*head, title=title, title_justify="left")
+        for row in rows:
+            # Probe names and intents come from the input: no markup, no control characters.
+            table.add_row(*(Text(escape_control(c), style=styles.get(c, "")) for c in row))
+        console.print(table)
+    if markdown is not None:
+        markdown.write_text(markdown_summary(data), encoding="utf-8")
+        console.print(f"markdown: {markdown}")
