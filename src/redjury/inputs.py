@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt
@@ -54,6 +54,11 @@ class InputRecord:
     line: int
     attempt: Attempt | None
     error: LineError | None = None
+
+
+def _json_reason(exc: Exception) -> str:
+    """orjson's message without its position noise on a one-line record."""
+    return str(exc).split(":", 1)[0]
 
 
 def _message_text(value: Any) -> str | None:
@@ -117,7 +122,7 @@ def detect_format(path: Path) -> str:
         for raw in fh:
             if raw.strip():
                 try:
-                    first = json.loads(raw)
+                    first = orjson.loads(raw)
                 except ValueError:
                     return "redjury"
                 return "garak" if isinstance(first, dict) and "entry_type" in first else "redjury"
@@ -148,10 +153,10 @@ class InputSet:
                 if not raw.strip():
                     continue
                 try:
-                    data = json.loads(raw)
+                    data = orjson.loads(raw)
                 except ValueError as exc:
                     yield InputRecord(
-                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {exc}")
+                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}")
                     )
                     continue
                 if not isinstance(data, dict):
@@ -176,7 +181,7 @@ class InputSet:
                 if '"entry_type"' not in raw:
                     continue
                 try:
-                    row = json.loads(raw)
+                    row = orjson.loads(raw)
                 except ValueError:
                     continue
                 kind = row.get("entry_type")
@@ -201,10 +206,10 @@ class InputSet:
                 if not raw.strip():
                     continue
                 try:
-                    row = json.loads(raw)
+                    row = orjson.loads(raw)
                 except ValueError as exc:
                     yield InputRecord(
-                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {exc}")
+                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}")
                     )
                     continue
                 if not isinstance(row, dict) or row.get("entry_type") != "attempt":

@@ -97,9 +97,10 @@ def test_empty_last_turn_is_inconclusive():
     assert finding.reason == "last assistant turn is empty"
 
 
-def test_outputs_are_the_turns_without_a_transcript():
+def test_separate_generations_are_not_a_transcript():
     findings = RefusalConsistencyDetector().detect(Attempt(id="o", outputs=[REFUSAL, COMPLETION]))
-    assert [f.verdict for f in findings] == [Verdict.BROKE_THROUGH, Verdict.BROKE_THROUGH]
+    assert [f.verdict for f in findings] == [Verdict.INCONCLUSIVE, Verdict.INCONCLUSIVE]
+    assert findings[0].reason == "no transcript (messages) recorded"
 
 
 def test_every_output_gets_the_transcript_finding_and_null_outputs_are_inconclusive():
