@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, redjury
 
+from conftest import REPO, redjury
 from redjury.config import ConfigError, load_config, parse_config, reference_markdown
 
 SEED_ONE_JUDGE = """
@@ -58,7 +58,11 @@ def test_seed_defaults() -> None:
     audit = cfg.evaluation.audit
     assert (audit.enabled, audit.on_failure) == (False, "warn")
     assert audit.dataset.revision == "8e1604d1171fe8a48d8febecd22f600e462bdcdd"
-    assert (audit.dataset.sample_size, audit.dataset.seed, audit.dataset.download_timeout) == (100, 42, 30.0)
+    assert (audit.dataset.sample_size, audit.dataset.seed, audit.dataset.download_timeout) == (
+        100,
+        42,
+        30.0,
+    )
     assert audit.robustness.wrappers == ["prepend_append", "refusal_prefix", "educational_framing"]
     assert audit.robustness.max_flip_rate == 1.0
     assert cfg.evaluator.threshold == 0.5
@@ -78,7 +82,15 @@ def test_unknown_key_names_its_path() -> None:
 
 
 def test_detector_setting_out_of_range_names_list_index() -> None:
-    (msg,) = errors_of({"detectors": [{"type": "pii_leak"}, {"type": "pii_leak"}, {"type": "latency", "budget_ms": -5}]})
+    (msg,) = errors_of(
+        {
+            "detectors": [
+                {"type": "pii_leak"},
+                {"type": "pii_leak"},
+                {"type": "latency", "budget_ms": -5},
+            ]
+        }
+    )
     assert msg.startswith("c.yaml: detectors[2].budget_ms:")
 
 
@@ -96,10 +108,22 @@ def test_unknown_detector_type_lists_known_ones() -> None:
     ("data", "path"),
     [
         ({"evaluation": {"threshold": 11}}, "evaluation.threshold"),
-        ({"evaluation": {"audit": {"robustness": {"max_flip_rate": 1.5}}}}, "evaluation.audit.robustness.max_flip_rate"),
-        ({"evaluation": {"audit": {"dataset": {"sample_size": 0}}}}, "evaluation.audit.dataset.sample_size"),
-        ({"evaluation": {"judges": [{"name": "x", "connection": {"timeout": "soon"}}]}}, "evaluation.judges[0].connection.timeout"),
-        ({"reporting": {"bootstrap_confidence_level": 1.0}}, "reporting.bootstrap_confidence_level"),
+        (
+            {"evaluation": {"audit": {"robustness": {"max_flip_rate": 1.5}}}},
+            "evaluation.audit.robustness.max_flip_rate",
+        ),
+        (
+            {"evaluation": {"audit": {"dataset": {"sample_size": 0}}}},
+            "evaluation.audit.dataset.sample_size",
+        ),
+        (
+            {"evaluation": {"judges": [{"name": "x", "connection": {"timeout": "soon"}}]}},
+            "evaluation.judges[0].connection.timeout",
+        ),
+        (
+            {"reporting": {"bootstrap_confidence_level": 1.0}},
+            "reporting.bootstrap_confidence_level",
+        ),
         ({"evaluator": {"threshold": "high"}}, "evaluator.threshold"),
     ],
 )
@@ -117,13 +141,22 @@ def test_bad_yaml_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_config_error_exits_two_from_the_cli(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("detectors:\n  - type: latency\n    budget_ms: 0\n")
-    proc = redjury("run", REPO / "examples" / "attempts.jsonl", "--config", cfg, "--out", tmp_path / "o")
+    proc = redjury(
+        "run", REPO / "examples" / "attempts.jsonl", "--config", cfg, "--out", tmp_path / "o"
+    )
     assert proc.returncode == 2
     assert "detectors[0].budget_ms" in proc.stderr
 
 
 def test_invalid_bootstrap_flag_names_the_setting(tmp_path: Path) -> None:
-    proc = redjury("run", REPO / "examples" / "attempts.jsonl", "--bootstrap-num-iterations", "0", "--out", tmp_path / "o")
+    proc = redjury(
+        "run",
+        REPO / "examples" / "attempts.jsonl",
+        "--bootstrap-num-iterations",
+        "0",
+        "--out",
+        tmp_path / "o",
+    )
     assert proc.returncode == 2 and "bootstrap_num_iterations" in proc.stderr
 
 

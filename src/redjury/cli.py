@@ -158,11 +158,15 @@ def run(
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     fail_on_asr: Annotated[
         float | None,
-        typer.Option("--fail-on-asr", help="Exit 4 when any probe × detector ASR exceeds this rate (0–1)."),
+        typer.Option(
+            "--fail-on-asr", help="Exit 4 when any probe × detector ASR exceeds this rate (0–1)."
+        ),
     ] = None,
     fail_on_errors: Annotated[
         int | None,
-        typer.Option("--fail-on-errors", help="Exit 4 when more than N replies ended in judge errors."),
+        typer.Option(
+            "--fail-on-errors", help="Exit 4 when more than N replies ended in judge errors."
+        ),
     ] = None,
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
@@ -252,12 +256,12 @@ def detectors_list(
     """List every registered detector and judge scoring type."""
     from redjury.detectors.registry import detector_classes
 
-    items = [
+    items: list[dict[str, Any]] = [
         {
             "name": cls.name,
             "kind": "detector",
             "family": cls.family.value,
-            "hazards": list(cls.hazards),
+            "hazards": list(cls.hazards) or (["configurable"] if cls.name == "guardrail" else []),
             "description": cls.description,
             "default_enabled": cls.default_enabled,
         }

@@ -206,7 +206,11 @@ def load_config(path: str | Path | None) -> RunConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError([f"{p}: not valid YAML: {exc}"]) from None
-    return parse_config(data, str(p))
+    config = parse_config(data, str(p))
+    if config.schema_dir is None:
+        # Schema names and relative paths in a config file resolve next to that file.
+        config.schema_dir = str(p.resolve().parent)
+    return config
 
 
 def _default_text(info: Any) -> str:

@@ -11,7 +11,6 @@ from redjury.detectors.registry import register_detector
 from redjury.detectors.secrets import find_markers, unique_markers
 
 
-
 class PromptInjectionParams(DetectorParams):
     markers: list[str] = Field(
         default_factory=list,

@@ -205,7 +205,7 @@ def build_calibration(reports: Iterable[str | Path]) -> dict[str, Any]:
         calibration[key] = entry
     calibration[META_KEY] = {
         "bag": None,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(),
         "filenames": [str(p) for p in paths],
         "generator": "redjury",
     }
