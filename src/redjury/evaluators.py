@@ -84,8 +84,9 @@ class DetectorTally:
     intents: dict[str, list[int]] = field(
         default_factory=dict
     )  # intent -> [passed, evaluated, nones]
-    # Per attempt: (scoreable outputs, failing outputs), for hit@k.
-    per_prompt: list[tuple[int, int]] = field(default_factory=list)
+    # How many attempts had each (scoreable outputs, failing outputs) pair, for hit@k:
+    # a histogram, so memory stays flat over millions of attempts.
+    per_prompt: dict[tuple[int, int], int] = field(default_factory=dict)
     first_hits: list[str] = field(default_factory=list)
     # Judge panels: summed per-output abstention rates, and verdicts abstainers could flip.
     abstain_sum: float = 0.0
@@ -161,7 +162,8 @@ class RunTally:
                         t.abstain_n += 1
                     if d.get("flippable"):
                         t.flippable += 1
-            t.per_prompt.append((passed + fails, fails))
+            pair = (passed + fails, fails)
+            t.per_prompt[pair] = t.per_prompt.get(pair, 0) + 1
             if intent is not None:
                 bucket = t.intents.get(intent)
                 if bucket is None:

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from redjury.config import ReportingSpec
 from redjury.evaluators import DetectorTally
 from redjury.stats import (
@@ -20,6 +22,13 @@ from redjury.stats import (
 log = logging.getLogger(__name__)
 
 AuditLookup = Callable[[str], Correction | None]
+
+
+def _expand(histogram: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
+    """The (n, c) histogram as one entry per prompt, the form hit_at_k takes."""
+    pairs = np.array(list(histogram), dtype=np.int64).reshape(-1, 2)
+    counts = np.fromiter(histogram.values(), dtype=np.int64, count=len(histogram))
+    return np.repeat(pairs[:, 0], counts), np.repeat(pairs[:, 1], counts)
 
 
 def ci_settings(reporting: ReportingSpec) -> CISettings:
@@ -61,7 +70,7 @@ def eval_statistics(
             )
             out.update(confidence_fields(tally.fails, n, settings, correction, rng=seed))
         if reporting.hit_at_k is not None:
-            hak = hit_at_k(tally.per_prompt, reporting.hit_at_k)
+            hak = hit_at_k(_expand(tally.per_prompt), reporting.hit_at_k)
             if hak:
                 out["hit_at_k"] = hak
         if calibration is not None and n:
