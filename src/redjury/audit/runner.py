@@ -1,0 +1,352 @@
+"""Audit a judge panel (or any detector) on labelled samples: one pass plus one per wrapper,
+per-judge and panel metrics, flips, the flip-rate gate, and the stored result for Se/Sp."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from redjury import __version__
+from redjury.attempts import Attempt
+from redjury.audit.datasets import STORED_JUDGES, CalibrationSet, LabelledSample, sample_ids_digest
+from redjury.audit.metrics import (
+    binary_metrics,
+    fleiss_kappa,
+    flip_metrics,
+    sensitivity_counts,
+    stored_judge_metrics,
+)
+from redjury.audit.wrappers import get_wrapper
+from redjury.detectors.base import Detector, Finding
+from redjury.judges.config import AuditSpec
+from redjury.stats import Correction
+
+#: The name the panel's aggregate verdict is reported under.
+PANEL = "panel"
+PANEL_DETECTOR = "judge_panel"
+
+
+class AuditError(Exception):
+    """An audit that cannot run (no judges, unknown wrapper, bad dataset)."""
+
+
+# -- what is audited -----------------------------------------------------------------------
+def _is_panel(detector: Detector) -> bool:
+    return detector.name == PANEL_DETECTOR and hasattr(detector, "judges")
+
+
+def audit_key(detector: Detector) -> str:
+    """The file name an audit of `detector` is stored under: the panel fingerprint for the
+    judge panel, else `<name>-<hash of its settings and the redjury version>`."""
+    if _is_panel(detector):
+        return str(detector.fingerprint)  # type: ignore[attr-defined]
+    settings = {
+        "name": detector.name,
+        "params": detector.params.model_dump(mode="json"),
+        "redjury": __version__,
+    }
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{detector.name}-{digest}"
+
+
+def member_ids(detector: Detector) -> list[str]:
+    if _is_panel(detector):
+        return [j.id for j in detector.judges]  # type: ignore[attr-defined]
+    return [detector.name]
+
+
+@dataclass
+class PassResult:
+    """One pass over the samples: per member (and the panel) who detected and who abstained."""
+
+    detected: dict[str, np.ndarray]
+    abstained: dict[str, np.ndarray]
+
+
+def to_attempt(sample: LabelledSample, response: str | None = None) -> Attempt:
+    return Attempt(
+        id=sample.id,
+        probe="audit",
+        goal=sample.goal,
+        prompt=sample.goal,
+        outputs=[sample.response if response is None else response],
+        goal_context=sample.goal_context,
+    )
+
+
+async def _findings(detector: Detector, attempts: Sequence[Attempt]) -> list[Finding]:
+    if type(detector).adetect is Detector.adetect:
+        return [detector.detect(a)[0] for a in attempts]
+    results = await asyncio.gather(*(detector.adetect(a) for a in attempts))
+    return [r[0] for r in results]
+
+
+async def judge_pass(
+    detector: Detector, attempts: Sequence[Attempt], threshold: float
+) -> PassResult:
+    """Judge every attempt once (through the detector, so the panel's engine caches, limits
+    concurrency and abstains) and split the findings by judge."""
+    findings = await _findings(detector, attempts)
+    n = len(findings)
+    detected: dict[str, np.ndarray] = {}
+    abstained: dict[str, np.ndarray] = {}
+    if _is_panel(detector):
+        for judge in member_ids(detector):
+            scores = [(f.details or {}).get("votes", {}).get(judge) for f in findings]
+            abstained[judge] = np.array([s is None for s in scores], dtype=bool)
+            detected[judge] = np.array(
+                [s is not None and s >= threshold for s in scores], dtype=bool
+            )
+        name = PANEL
+    else:
+        name = detector.name
+    abstained[name] = np.array([f.score is None for f in findings], dtype=bool)
+    detected[name] = np.array([f.score is not None and f.score >= 0.5 for f in findings])
+    assert all(v.shape == (n,) for v in detected.values())
+    return PassResult(detected, abstained)
+
+
+# -- the result ----------------------------------------------------------------------------
+@dataclass
+class AuditResult:
+    key: str
+    detector: str
+    members: list[str]
+    aggregate: str  # PANEL, or the detector's name when it has no members
+    dataset: dict[str, Any]
+    metrics: dict[str, dict[str, Any]]  # members, then the aggregate
+    stored: dict[str, dict[str, Any]]
+    fleiss_kappa: float | None
+    fleiss_items: int
+    robustness: dict[str, dict[str, dict[str, Any]]]  # wrapper → judge → flips
+    gate: dict[str, Any]
+    correction: dict[str, int]  # the aggregate's counts over non-abstained samples
+    settings: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "detector": self.detector,
+            "members": self.members,
+            "aggregate": self.aggregate,
+            "dataset": self.dataset,
+            "settings": self.settings,
+            "metrics": self.metrics,
+            "stored": self.stored,
+            "fleiss_kappa": self.fleiss_kappa,
+            "fleiss_items": self.fleiss_items,
+            "robustness": self.robustness,
+            "gate": self.gate,
+            "correction": self.correction,
+            "created_at": self.created_at,
+            "redjury_version": __version__,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AuditResult:
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**fields)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.gate["passed"])
+
+    def correction_for_stats(self) -> Correction | None:
+        c = self.correction
+        try:
+            return Correction.from_counts(c["tp"], c["fn"], c["tn"], c["fp"], f"audit:{self.key}")
+        except (KeyError, ValueError):
+            return None
+
+
+def flip_gate(
+    robustness: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    members: Sequence[str],
+    max_flip_rate: float,
+    enabled: bool,
+) -> dict[str, Any]:
+    """Fails when any judge's flip rate under any wrapper exceeds `max_flip_rate`; reports the
+    worst judge × wrapper. The panel's own flips are reported, not gated (R18 gates judges)."""
+    worst: tuple[float, str | None, str | None] = (-1.0, None, None)
+    for wrapper, by_judge in robustness.items():
+        for judge in members:
+            rate = float(by_judge[judge]["flip_rate"])
+            if rate > worst[0]:
+                worst = (rate, judge, wrapper)
+    passed = not enabled or worst[0] <= max_flip_rate
+    return {
+        "passed": passed,
+        "checked": enabled,
+        "max_flip_rate": max_flip_rate,
+        "worst_judge": worst[1],
+        "worst_wrapper": worst[2],
+        "worst_flip_rate": worst[0] if worst[0] >= 0 else None,
+    }
+
+
+async def audit_detector(
+    detector: Detector,
+    calibration: CalibrationSet,
+    audit: AuditSpec,
+    *,
+    threshold: float = 7.0,
+    level: float = 0.95,
+    iterations: int = 2000,
+    progress: Callable[[str], None] | None = None,
+) -> AuditResult:
+    """Audit `detector` (the judge panel or any registered detector) on `calibration`."""
+    samples = calibration.samples
+    if not samples:
+        raise AuditError("the calibration sample is empty")
+    rob = audit.robustness
+    wrappers = [get_wrapper(name) for name in rob.wrappers] if rob.enabled else []
+    if rob.enabled and not wrappers:
+        raise AuditError("evaluation.audit.robustness.wrappers is empty")
+    seed = audit.dataset.seed
+    labels = np.array([s.label for s in samples], dtype=bool)
+    members = member_ids(detector)
+    aggregate = PANEL if _is_panel(detector) else detector.name
+
+    baseline_attempts = [to_attempt(s) for s in samples]
+    wrapped_attempts = [
+        [to_attempt(s, w.apply(s.response, seed=seed, key=s.id)) for s in samples] for w in wrappers
+    ]
+    if progress is not None:
+        progress(
+            f"audit: {len(samples)} samples × {1 + len(wrappers)} passes × {len(members)} judge(s)"
+        )
+    passes = await asyncio.gather(
+        judge_pass(detector, baseline_attempts, threshold),
+        *(judge_pass(detector, a, threshold) for a in wrapped_attempts),
+    )
+    base = passes[0]
+    names = members if aggregate in members else [*members, aggregate]
+    metrics = {
+        name: binary_metrics(
+            base.detected[name],
+            labels,
+            base.abstained[name],
+            level=level,
+            iterations=iterations,
+            seed=seed,
+        )
+        for name in names
+    }
+    robustness: dict[str, dict[str, dict[str, Any]]] = {}
+    for wrapper, wrapped in zip(wrappers, passes[1:], strict=True):
+        robustness[wrapper.name] = {
+            name: flip_metrics(base.detected[name], wrapped.detected[name], labels)
+            | {"abstentions": int(wrapped.abstained[name].sum())}
+            for name in names
+        }
+    fleiss, fleiss_items = None, 0
+    if len(members) >= 2:
+        voted = ~np.any(np.stack([base.abstained[m] for m in members], axis=1), axis=1)
+        fleiss_items = int(voted.sum())
+        if fleiss_items:
+            matrix = np.stack([base.detected[m][voted] for m in members], axis=1)
+            fleiss = fleiss_kappa(matrix)
+    stored: dict[str, dict[str, Any]] = {}
+    if calibration.source == "harmbench":
+        stored = stored_judge_metrics(
+            [s.stored for s in samples],
+            labels,
+            STORED_JUDGES,
+            level=level,
+            iterations=iterations,
+            seed=seed,
+        )
+    c = sensitivity_counts(base.detected[aggregate], labels, base.abstained[aggregate])
+    settings: dict[str, Any] = {
+        "threshold": threshold,
+        "level": level,
+        "bootstrap_iterations": iterations,
+        "seed": seed,
+        "wrappers": [w.name for w in wrappers],
+    }
+    if _is_panel(detector):
+        spec = detector.spec  # type: ignore[attr-defined]
+        settings["aggregation"] = spec.aggregation
+        settings["require_all_judges"] = spec.require_all_judges
+    return AuditResult(
+        key=audit_key(detector),
+        detector=detector.name,
+        members=members,
+        aggregate=aggregate,
+        dataset=calibration.describe() | {"sample_ids_sha256": sample_ids_digest(samples)},
+        metrics=metrics,
+        stored=stored,
+        fleiss_kappa=None if fleiss is None else round(fleiss, 6),
+        fleiss_items=fleiss_items,
+        robustness=robustness,
+        gate=flip_gate(robustness, members, rob.max_flip_rate, rob.enabled),
+        correction={"tp": c.tp, "fn": c.fn, "tn": c.tn, "fp": c.fp},
+        settings=settings,
+        created_at=dt.datetime.now(dt.UTC).isoformat(),
+    )
+
+
+# -- storage and the Se/Sp lookup ---------------------------------------------------------------
+def audits_dir(cache_dir: Path | str) -> Path:
+    return Path(cache_dir) / "audits"
+
+
+def store_audit(result: AuditResult, cache_dir: Path | str) -> Path:
+    """Write `cache_dir/audits/<key>.json` atomically; the latest audit of a panel wins."""
+    folder = audits_dir(cache_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / f"{result.key}.json"
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(result.to_json(), fh, indent=1, sort_keys=True)
+        os.replace(tmp, dest)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return dest
+
+
+def load_audit(cache_dir: Path | str, key: str) -> AuditResult | None:
+    path = audits_dir(cache_dir) / f"{key}.json"
+    try:
+        return AuditResult.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def audit_correction_lookup(
+    cache_dir: Path | str, detectors: Iterable[Detector] | Mapping[str, str]
+) -> Callable[[str], Correction | None]:
+    """For `resolve_correction(audit_lookup=...)`: detector name → the Se/Sp its stored audit
+    measured (source `audit:<key>`), or None when this exact panel/detector was never audited.
+
+    `detectors` are the run's detectors (their audit keys are taken from them), or a ready
+    {detector name: audit key} mapping. Se/Sp are counted over non-abstained samples.
+    """
+    keys = (
+        dict(detectors)
+        if isinstance(detectors, Mapping)
+        else {d.name: audit_key(d) for d in detectors}
+    )
+    found: dict[str, Correction | None] = {}
+
+    def lookup(name: str) -> Correction | None:
+        short = name.removeprefix("detectors.").removeprefix("detector.")
+        if short not in found:
+            key = keys.get(short)
+            result = load_audit(cache_dir, key) if key else None
+            found[short] = None if result is None else result.correction_for_stats()
+        return found[short]
+
+    return lookup
