@@ -232,6 +232,7 @@ class FaultServer:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._posts = 0
 
     # -- control ---------------------------------------------------------------------------
     @property
@@ -257,6 +258,7 @@ class FaultServer:
     def reset_counts(self) -> None:
         with self._lock:
             self.requests.clear()
+            self._posts = 0
             self.max_in_flight = 0
             self.resets = 0
 
@@ -363,8 +365,8 @@ class FaultServer:
             await writer.drain()
             return True
         with self._lock:
-            n = sum(1 for r in self.requests if r.method == "POST")
-            req = Request(method, path, headers, body, n, time.monotonic())
+            req = Request(method, path, headers, body, self._posts, time.monotonic())
+            self._posts += 1
             self.requests.append(req)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)

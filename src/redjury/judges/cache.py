@@ -43,16 +43,26 @@ class JudgeCache:
         self, path: Path | str, *, batch_size: int = 256, max_delay_s: float = 1.0
     ) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Several runs may share the cache; WAL lets them read while one writes.
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
+        self._conn: sqlite3.Connection | None = None
         self._pending: dict[bytes, tuple[str, CachedJudgement]] = {}
         self._batch_size = batch_size
         self._max_delay_s = max_delay_s
         self._last_flush = time.monotonic()
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        # Opened on first use (and again after close), so a panel outlives one run's close.
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            # Several runs may share the cache; WAL lets them read while one writes.
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+            self._conn = db
+        return self._conn
 
     def get(self, key: bytes) -> CachedJudgement | None:
         pending = self._pending.get(key)
@@ -94,4 +104,6 @@ class JudgeCache:
 
     def close(self) -> None:
         self.flush()
-        self._db.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -1,4 +1,4 @@
-"""The one async HTTP layer for judges: pooled clients, in-flight limits, timeouts and retries."""
+"""The one async HTTP layer for judges: pooled connections, in-flight limits, timeouts, retries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-import httpx
+from redjury.judges.http11 import ConnectionPool, Response, TransportError
 
 
 class JudgeCallError(Exception):
@@ -26,21 +26,24 @@ class EngineStats:
 
 @dataclass(eq=False)
 class Endpoint:
-    """One server (base URL): a pooled client per header set, and one in-flight limit."""
+    """One server (base URL): one keep-alive connection pool and one in-flight limit."""
 
     base_url: str
     limit: int
-    clients: dict[tuple[tuple[str, str], ...], httpx.AsyncClient] = field(default_factory=dict)
+    pool: ConnectionPool = field(init=False)
     semaphore: asyncio.Semaphore | None = None
+
+    def __post_init__(self) -> None:
+        self.pool = ConnectionPool(self.base_url)
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """What one judge needs to send a request: its endpoint, URL, headers and timeout."""
+    """What one judge needs to send a request: its endpoint, pre-rendered head and timeout."""
 
     endpoint: Endpoint
     url: str
-    headers: tuple[tuple[str, str], ...]
+    head: bytes
     timeout: float
 
 
@@ -86,41 +89,35 @@ class JudgeEngine:
         self._global: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def route(self, base_url: str, path: str, headers: dict[str, str], timeout: float) -> Route:
+    def route(
+        self,
+        base_url: str,
+        path: str,
+        headers: dict[str, str],
+        timeout: float,
+        method: str = "POST",
+    ) -> Route:
         endpoint = self._endpoints.get(base_url)
         if endpoint is None:
             endpoint = Endpoint(base_url, self.per_endpoint_concurrency)
             self._endpoints[base_url] = endpoint
-        return Route(endpoint, base_url + path, tuple(sorted(headers.items())), timeout)
+        head = endpoint.pool.head(method, path, headers)
+        return Route(endpoint, base_url + path, head, timeout)
 
     def _bind(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._global = asyncio.Semaphore(self.max_concurrency)
         for ep in self._endpoints.values():
             ep.semaphore = asyncio.Semaphore(ep.limit)
-            ep.clients.clear()
-
-    def _client(self, route: Route) -> httpx.AsyncClient:
-        key = (*route.headers, ("timeout", str(route.timeout)))
-        client = route.endpoint.clients.get(key)
-        if client is None:
-            # The pool never has to queue: our semaphores already cap what is in flight.
-            limit = route.endpoint.limit
-            client = httpx.AsyncClient(
-                headers=dict(route.headers),
-                timeout=httpx.Timeout(route.timeout, connect=min(route.timeout, 30.0)),
-                limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
-                trust_env=False,
-            )
-            route.endpoint.clients[key] = client
-        return client
+            # Connections of an earlier loop cannot be used from this one.
+            ep.pool = ConnectionPool(ep.base_url)
 
     async def post(self, route: Route, body: bytes) -> bytes:
         """POST a judge request; the 2xx body, or JudgeCallError with the reason."""
         if self._loop is not asyncio.get_running_loop():
             self._bind()
-        client = self._client(route)
         endpoint = route.endpoint
+        pool = endpoint.pool
         assert endpoint.semaphore is not None and self._global is not None
         stats = self.stats
         retries = 0
@@ -132,27 +129,26 @@ class JudgeEngine:
                 stats.in_flight += 1
                 if stats.in_flight > stats.max_in_flight:
                     stats.max_in_flight = stats.in_flight
+                response: Response | None = None
                 try:
-                    response = await client.post(route.url, content=body)
-                except httpx.TimeoutException as exc:
-                    if not isinstance(exc, httpx.ConnectTimeout):
-                        stats.failures += 1
-                        raise JudgeCallError(f"timeout after {route.timeout:g}s") from exc
-                    response, reason = None, "connect timeout"
-                except httpx.TransportError as exc:
-                    response, reason = None, f"connection error: {type(exc).__name__}"
+                    response = await pool.request(route.head, body, route.timeout)
+                except TimeoutError as exc:
+                    stats.failures += 1
+                    raise JudgeCallError(f"timeout after {route.timeout:g}s") from exc
+                except TransportError as exc:
+                    reason = str(exc)
                 finally:
                     stats.in_flight -= 1
             wait = None
             if response is not None:
-                status = response.status_code
+                status = response.status
                 if status < 300:
-                    return response.content
+                    return response.body
                 if status != 429 and status < 500:
                     stats.failures += 1
                     raise JudgeCallError(f"HTTP {status}")
                 reason = f"HTTP {status}"
-                wait = retry_after_seconds(response.headers.get("retry-after"))
+                wait = retry_after_seconds(response.header("retry-after"))
             if retries >= self.max_retries:
                 stats.failures += 1
                 suffix = f" after {retries} retries" if retries else ""
@@ -166,15 +162,13 @@ class JudgeEngine:
             stats.retries += 1
             await asyncio.sleep(delay)
 
-    async def get(self, route: Route) -> httpx.Response:
+    async def get(self, route: Route) -> Response:
         """A plain GET (a reachability check of the model list); no retries, no limits."""
         if self._loop is not asyncio.get_running_loop():
             self._bind()
-        return await self._client(route).get(route.url)
+        return await route.endpoint.pool.request(route.head, b"", route.timeout)
 
     async def aclose(self) -> None:
         for ep in self._endpoints.values():
-            for client in ep.clients.values():
-                await client.aclose()
-            ep.clients.clear()
+            await ep.pool.aclose()
         self._loop = None

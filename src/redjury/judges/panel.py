@@ -47,7 +47,11 @@ class Judge:
             self.provider.base_url, self.provider.path, self.provider.headers, c.timeout
         )
         self.models_route = engine.route(
-            self.provider.base_url, self.provider.models_path, self.provider.headers, c.timeout
+            self.provider.base_url,
+            self.provider.models_path,
+            self.provider.headers,
+            min(c.timeout, 10.0),
+            method="GET",
         )
         # Everything that decides a verdict, and nothing that does not (the URL, the timeout).
         self.fingerprint_fields: dict[str, Any] = {
@@ -226,20 +230,20 @@ class JudgePanelDetector(Detector):
                 continue
             try:
                 r = await self.engine.get(judge.models_route)
-                results[url] = None if r.status_code < 400 else f"HTTP {r.status_code}"
+                results[url] = None if r.status < 400 else f"HTTP {r.status}"
             except Exception as exc:
                 results[url] = f"{type(exc).__name__}: {exc}"
         return results
 
     async def aclose(self) -> None:
+        """Close the HTTP clients and commit the cache; the panel can still be used after."""
         await self.engine.aclose()
         if self.cache is not None:
-            self.cache.flush()
+            self.cache.close()
 
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
-            self.cache = None
 
     # -- judging ---------------------------------------------------------------------------
     def detect(self, attempt: Attempt) -> list[Finding]:

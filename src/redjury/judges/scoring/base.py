@@ -21,7 +21,17 @@ from orjson import loads as _json_loads
 from redjury.attempts import Attempt
 
 ENTRY_POINT_GROUP = "redjury.scoring_types"
-BUILTIN_MODULES = ("redjury.judges.scoring.harmbench", "redjury.judges.scoring.scorer")
+BUILTIN_MODULES = (
+    "redjury.judges.scoring.harmbench",
+    "redjury.judges.scoring.scorer",
+    "redjury.judges.scoring.harmbench_variant",
+    "redjury.judges.scoring.jailbreakbench",
+    "redjury.judges.scoring.nuanced",
+    "redjury.judges.scoring.on_topic",
+    "redjury.judges.scoring.rag_outcome",
+    "redjury.judges.scoring.strongreject",
+    "redjury.judges.scoring.llamaguard",
+)
 
 Message = dict[str, str]
 Answers = Literal["yes/no", "0-10"]
