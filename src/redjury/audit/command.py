@@ -138,7 +138,7 @@ def _ci(value: Any, ci: Any, pct: bool = True) -> str:
     return f"{value:.2f}" if not ci else f"{value:.2f} [{ci[0]:.2f}–{ci[1]:.2f}]"
 
 
-def render_table(result: AuditResult, *, width: int = 160) -> str:
+def render_table(result: AuditResult, *, width: int = 172) -> str:
     """The audit as a plain-text table: judges, panel, then the stored judges dimmed.
     Intervals of precision and recall are in the rows, not the table, to keep it readable."""
     ds = result.dataset
@@ -279,7 +279,8 @@ def run_audit(
         writer.close()
     echo(render_table(result))
     gate = rows[-1]
-    echo(f"audit gate: {'PASS' if gate['passed'] else 'FAIL'} — {gate['reason']}")
+    tail = "" if gate["passed"] else f" (on_failure: {on_failure})"
+    echo(f"audit gate: {'PASS' if gate['passed'] else 'FAIL'} — {gate['reason']}{tail}")
     if not gate["passed"] and on_failure == "stop":
         return EXIT_GATE
     return EXIT_OK

@@ -269,7 +269,6 @@ async def audit_detector(
         )
     c = sensitivity_counts(base.detected[aggregate], labels, base.abstained[aggregate])
     settings: dict[str, Any] = {
-        "threshold": threshold,
         "level": level,
         "bootstrap_iterations": iterations,
         "seed": seed,
@@ -277,6 +276,7 @@ async def audit_detector(
     }
     if _is_panel(detector):
         spec = detector.spec  # type: ignore[attr-defined]
+        settings["threshold"] = threshold
         settings["aggregation"] = spec.aggregation
         settings["require_all_judges"] = spec.require_all_judges
     return AuditResult(
