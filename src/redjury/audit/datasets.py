@@ -159,6 +159,8 @@ def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
             os.fsync(fh.fileno())
         _check_sha_as(tmp, dest.name, revision, "downloaded")
         os.replace(tmp, dest)
+    except httpx.RemoteProtocolError as exc:
+        raise DatasetError(f"{url}: truncated download, nothing kept: {exc}") from exc
     except httpx.HTTPError as exc:
         raise DatasetError(f"{url}: download failed: {type(exc).__name__}: {exc}") from exc
     finally:

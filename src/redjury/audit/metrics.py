@@ -50,7 +50,7 @@ def confusion(predicted: npt.ArrayLike, labels: npt.ArrayLike) -> Confusion:
 # -- statistics that work on one confusion or, vectorised, on B of them ---------------------
 def _kappa(tp: Any, fp: Any, tn: Any, fn: Any) -> Any:
     """Cohen's κ for two binary raters from the 2×2 table; NaN where chance agreement is 1."""
-    n = tp + fp + tn + fn
+    n = np.asarray(tp + fp + tn + fn, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         po = (tp + tn) / n
         pe = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
@@ -59,7 +59,7 @@ def _kappa(tp: Any, fp: Any, tn: Any, fn: Any) -> Any:
 
 def _f1(tp: Any, fp: Any, fn: Any) -> Any:
     with np.errstate(divide="ignore", invalid="ignore"):
-        denom = 2 * tp + fp + fn
+        denom = np.asarray(2 * tp + fp + fn, dtype=np.float64)
         return np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1), np.nan)
 
 
