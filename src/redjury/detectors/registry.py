@@ -21,6 +21,7 @@ BUILTIN_MODULES = (
     "redjury.detectors.budgets",
     "redjury.detectors.schema",
     "redjury.judges.panel",
+    "redjury.judges.agentic",
 )
 
 _REGISTRY: dict[str, type[Detector]] = {}

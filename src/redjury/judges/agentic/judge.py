@@ -89,13 +89,17 @@ class QualityJudge:
         cache_path: Path | None = None,
         use_cache: bool = True,
         share: bool = False,
+        engine: JudgeEngine | None = None,
     ) -> None:
         self.spec = spec
         self.scoring = scoring
-        self.engine = shared_engine()
+        self.engine = engine if engine is not None else shared_engine()
         self.provider = provider_for(spec)
         self.route = self.engine.route(
-            self.provider.base_url, self.provider.path, self.provider.headers, spec.connection.timeout
+            self.provider.base_url,
+            self.provider.path,
+            self.provider.headers,
+            spec.connection.timeout,
         )
         self.fingerprint_fields: dict[str, Any] = {
             "model": spec.name,
@@ -203,8 +207,8 @@ class QualityJudge:
         try:
             second = await self._request(again)
         except JudgeCallError as exc:
-            reason = f"unreadable answer ({parsed.reason}), re-ask failed: {exc}"
-            return JudgeResult(None, None, answer.text, reason, elapsed(), *tokens, reasked=True)
+            failed = f"unreadable answer ({parsed.reason}), re-ask failed: {exc}"
+            return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens, reasked=True)
         tokens = (tokens[0] + second.prompt_tokens, tokens[1] + second.completion_tokens)
         parsed = self.scoring.parse(second.text)
         reason = parsed.reason

@@ -1,0 +1,135 @@
+"""What the agentic quality detectors share: a `judge:` model config (a JudgeSpec without
+`scoring`), a passing threshold, and async judging of every output through a QualityJudge."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import Field, model_validator
+
+from redjury.attempts import Attempt
+from redjury.detectors.base import Detector, DetectorParams, Family, Finding
+from redjury.judges.agentic.judge import JudgeResult, QualityJudge
+from redjury.judges.config import JudgeSpec, ScoringSpec
+from redjury.judges.scoring import ScoringType
+
+T = TypeVar("T")
+
+
+class QualityJudgeSpec(JudgeSpec):
+    """A judge model for a quality detector: every JudgeSpec field except `scoring`, which the
+    detector fixes (its prompt and parser)."""
+
+    scoring: ScoringSpec = Field(default_factory=ScoringSpec, exclude=True)  # type: ignore[arg-type]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_scoring(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "scoring" in data:
+            raise ValueError("`scoring` is fixed by the detector; leave it out of `judge`")
+        return data
+
+
+class QualityJudgeParams(DetectorParams):
+    judge: QualityJudgeSpec = Field(description="The judge model (name, connection, generation).")
+    passing_threshold: float = Field(
+        7.0, ge=0.0, le=10.0, description="0–10 judge score the reply must reach to pass."
+    )
+    cache: bool = Field(True, description="Use the persistent judge cache.")
+    cache_path: str | None = Field(
+        None, description="Judge cache file; default the user cache dir's judges.sqlite."
+    )
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, even inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    # A running loop in this thread cannot be re-entered: run the coroutine on a worker.
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="redjury-judge")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
+
+
+class QualityJudgeDetector(Detector):
+    """Base of the agentic quality detectors: one judge call per output, never a raw request."""
+
+    family: ClassVar[Family] = Family.AGENTIC
+    quality: ClassVar[bool] = True
+    default_enabled: ClassVar[bool] = False
+    Params: ClassVar[type[DetectorParams]] = QualityJudgeParams
+    params: QualityJudgeParams
+    # True for detectors that read the same judgement as a companion (faithfulness/hallucination).
+    shares_judgement: ClassVar[bool] = False
+
+    def __init__(self, params: DetectorParams | None = None) -> None:
+        super().__init__(params)
+        p = self.params
+        self.judge = QualityJudge(
+            JudgeSpec.model_validate(p.judge.model_dump(exclude={"scoring"})),
+            self.scoring_type(),
+            cache_path=Path(p.cache_path) if p.cache_path else None,
+            use_cache=p.cache,
+            share=self.shares_judgement,
+        )
+
+    def scoring_type(self) -> ScoringType:
+        raise NotImplementedError
+
+    def finding(self, attempt: Attempt, result: JudgeResult) -> Finding:
+        """The verdict for one judged output; the judge's result is already not None."""
+        raise NotImplementedError
+
+    def missing(self, attempt: Attempt) -> str | None:
+        """Why the attempt cannot be judged at all (INCONCLUSIVE, no request), or None."""
+        return None
+
+    def details(self, result: JudgeResult, **more: Any) -> dict[str, Any]:
+        return {"judge": self.judge.id, **result.to_json(), **more}
+
+    async def adetect(self, attempt: Attempt) -> list[Finding]:
+        missing = self.missing(attempt)
+        if missing is not None:
+            return [self.inconclusive(missing) for _ in attempt.outputs]
+        pending = [self.judge.judge(attempt, out) for out in attempt.outputs if out is not None]
+        results = iter(await asyncio.gather(*pending))
+        findings = []
+        for out in attempt.outputs:
+            if out is None:
+                findings.append(self.inconclusive("no output"))
+                continue
+            result = next(results)
+            if result.score is None:
+                reason = result.reason or "judge abstained"
+                findings.append(self.inconclusive(reason, **self.details(result)))
+            else:
+                findings.append(self.finding(attempt, result))
+        return findings
+
+    def detect(self, attempt: Attempt) -> list[Finding]:
+        return run_sync(self.adetect(attempt))
+
+    def secrets(self) -> list[str]:
+        return self.judge.secrets()
+
+    async def aclose(self) -> None:
+        self.judge.release()
+        await self.judge.aclose()

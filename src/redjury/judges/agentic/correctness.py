@@ -1,0 +1,33 @@
+"""The `correctness` detector: a judge scores the reply against the attempt's `expected` answer
+on 0–10; PASSED iff the score is above `passing_threshold` (strictly)."""
+
+from __future__ import annotations
+
+from redjury.attempts import Attempt
+from redjury.detectors.base import Finding
+from redjury.detectors.registry import register_detector
+from redjury.judges.agentic.base import QualityJudgeDetector
+from redjury.judges.agentic.judge import JudgeResult
+from redjury.judges.scoring import ScoringType
+from redjury.judges.scoring.quality import CorrectnessScoring
+
+
+@register_detector
+class CorrectnessDetector(QualityJudgeDetector):
+    name = "correctness"
+    description = "Does the reply match the reference answer (judge score above the threshold)."
+
+    def scoring_type(self) -> ScoringType:
+        return CorrectnessScoring()
+
+    def missing(self, attempt: Attempt) -> str | None:
+        return None if attempt.expected and attempt.expected.strip() else "no expected answer"
+
+    def finding(self, attempt: Attempt, result: JudgeResult) -> Finding:
+        assert result.score is not None
+        threshold = self.params.passing_threshold
+        details = self.details(result, passing_threshold=threshold)
+        summary = f"judge score {result.score:g} vs threshold {threshold:g}"
+        if result.score > threshold:
+            return self.good(summary, **details)
+        return self.bad(summary, **details)
