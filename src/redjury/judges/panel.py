@@ -16,6 +16,7 @@ from redjury.detectors.base import Detector, DetectorParams, Family, Finding
 from redjury.detectors.registry import register_detector
 from redjury.judges.aggregation import aggregate_votes
 from redjury.judges.cache import CachedJudgement, JudgeCache, default_cache_path
+from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
 from redjury.judges.engine import JudgeCallError, JudgeEngine, Route
 from redjury.judges.providers import Answer, MalformedResponse, Provider, dumps_json, provider_for
@@ -39,9 +40,11 @@ class Judge:
         s = spec.scoring
         self.scoring: ScoringType = get_scoring_type(s.type)(s.system_prompt, s.template)
         self.logprobs = s.logprobs
-        if s.completions:
-            raise ValueError(f"judge {judge_id}: completions mode is not supported yet")
-        self.provider: Provider = provider_for(spec, logprobs=s.logprobs)
+        self.provider: Provider = (
+            completions_provider_for(spec, logprobs=s.logprobs)
+            if s.completions
+            else provider_for(spec, logprobs=s.logprobs)
+        )
         c = spec.connection
         self.route: Route = engine.route(
             self.provider.base_url, self.provider.path, self.provider.headers, c.timeout
@@ -206,6 +209,10 @@ class JudgePanelDetector(Detector):
             if unseeded:
                 parts.append(f"no generation.seed: {', '.join(unseeded)}")
             out.append("judge verdicts may not be reproducible (" + "; ".join(parts) + ")")
+        # A non-harm type's "yes" (e.g. on_topic) is not an attack's success: mixed in, it skews.
+        other = [j.id for j in self.judges if not getattr(j.scoring, "harm_judge", True)]
+        if other and len(other) < len(self.judges):
+            out.append(f"not harm judges, yet voting in a harm panel: {', '.join(other)}")
         return out
 
     # -- the public surface the runner uses -------------------------------------------
@@ -402,7 +409,8 @@ class JudgePanelDetector(Detector):
             vote.latency_ms = (time.perf_counter() - t0) * 1000
             return vote
         parsed = judge.scoring.parse(answer.text)
-        if parsed.score is None:
+        # A readable answer that decides nothing (a label, no score: INCONCLUSIVE) is no re-ask.
+        if parsed.score is None and parsed.label is None:
             self._counts["reasks"] += 1
             vote.reasked = True
             again = judge.provider.body(judge.scoring.reask(messages, answer.text))
@@ -416,7 +424,7 @@ class JudgePanelDetector(Detector):
             vote.prompt_tokens += answer.prompt_tokens
             vote.completion_tokens += answer.completion_tokens
             parsed = judge.scoring.parse(answer.text)
-            if parsed.score is None:
+            if parsed.score is None and parsed.label is None:
                 parsed = type(parsed)(None, reason=f"unreadable after re-ask: {parsed.reason}")
         vote.score, vote.label, vote.reason = parsed.score, parsed.label, parsed.reason
         vote.latency_ms = (time.perf_counter() - t0) * 1000
