@@ -167,14 +167,23 @@ class _AttemptScorer:
         for name, fs in findings.items():
             results[name] = [f.score for f in fs]
             verdicts[name] = [f.verdict.value for f in fs]
-            if any(f.evidence for f in fs):
-                evidence[name] = [list(f.evidence) for f in fs]
-            if any(f.reason for f in fs):
-                reasons[name] = [f.reason for f in fs]
-            if any(f.details for f in fs):
-                details[name] = [f.details for f in fs]
+            # One pass for the rarely-set fields; most findings carry none of them.
+            has_evidence = has_reason = has_details = False
             for f in fs:
-                found.extend(f.sensitive)
+                if f.evidence:
+                    has_evidence = True
+                if f.reason:
+                    has_reason = True
+                if f.details:
+                    has_details = True
+                if f.sensitive:
+                    found.extend(f.sensitive)
+            if has_evidence:
+                evidence[name] = [list(f.evidence) for f in fs]
+            if has_reason:
+                reasons[name] = [f.reason for f in fs]
+            if has_details:
+                details[name] = [f.details for f in fs]
         row["detector_results"] = results
         row["verdicts"] = verdicts
         if evidence:
@@ -184,6 +193,9 @@ class _AttemptScorer:
         if details:
             row["details"] = details
         # Only the recorded text can hold a secret: detector evidence is masked at source.
+        if self.redact:
+            # Canaries planted for this attempt are markers too, found or not.
+            found.extend(attempt.triggers)
         redactor = self.markers.with_values(found) if self.redact else self.always
         if self.redact and self.always:
             redactor = redactor.with_values(self.always.values)
@@ -338,8 +350,9 @@ class Run:
             for row in kept:
                 fh.write(dumps(row) + "\n")
         os.replace(tmp, self.report_path)
-        report = JsonlWriter(self.report_path, "a")
-        hitlog = JsonlWriter(self.hitlog_path, "w")
+        # Flushed once per window of attempts: a kill loses at most the window in progress.
+        report = JsonlWriter(self.report_path, "a", flush_every=0)
+        hitlog = JsonlWriter(self.hitlog_path, "w", flush_every=0)
 
         def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
             hitlog.write(

@@ -36,7 +36,8 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 class JsonlWriter:
-    """Appends rows and flushes them, so a kill loses at most the row being written."""
+    """Appends rows, flushing every `flush_every` rows (0: only when told), so a kill
+    loses at most the rows written since the last flush."""
 
     def __init__(self, path: Path, mode: str = "a", flush_every: int = 1) -> None:
         self.path = path
@@ -46,9 +47,10 @@ class JsonlWriter:
 
     def write(self, row: dict[str, Any]) -> None:
         self._fh.write(dumps(row) + "\n")
-        self._pending += 1
-        if self._pending >= self._flush_every:
-            self.flush()
+        if self._flush_every:
+            self._pending += 1
+            if self._pending >= self._flush_every:
+                self.flush()
 
     def flush(self) -> None:
         self._fh.flush()
