@@ -108,6 +108,9 @@ def run(
         typer.Option("--budget-tokens", help="Add the cost detector with this token budget."),
     ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the judge cache.")] = False,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Never download audit data; use the cache.")
+    ] = False,
     ci_method: Annotated[
         str | None,
         typer.Option(
@@ -209,6 +212,7 @@ def run(
         out_dir=out_dir,
         skip_bad_lines=skip_bad_lines,
         use_cache=not no_cache,
+        offline=offline,
         verbose=verbose,
         colour=colour,
         config_path=str(config) if config else None,
@@ -247,6 +251,40 @@ def calibrate(
     except (OSError, ValueError) as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"calibration: {output} ({sum(1 for k in data if '/' in k)} probe/detector pairs)")
+
+
+@app.command()
+def audit(
+    config: Annotated[
+        Path, typer.Option("--config", "-c", help="YAML config with the judge panel.")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output folder (default runs/audit-<timestamp>)."),
+    ] = None,
+    detector: Annotated[
+        str | None,
+        typer.Option("--detector", help="Audit this detector instead of the judge panel."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the judge cache.")] = False,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Never download; use the dataset cache.")
+    ] = False,
+) -> None:
+    """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
+    from redjury.audit.command import run_audit
+
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        raise _fail("\n".join(exc.messages)) from None
+    out_dir = out or Path("runs") / dt.datetime.now().strftime("audit-%Y%m%d-%H%M%S")
+    code = run_audit(
+        cfg, out_dir, detector=detector, use_cache=not no_cache, echo=typer.echo, offline=offline
+    )
+    if code:
+        raise typer.Exit(code)
+    typer.echo(f"report: {out_dir / 'redjury.report.jsonl'}")
 
 
 @detectors_app.command("list")

@@ -72,6 +72,7 @@ class RunOptions:
     progress: bool | None = None
     stream: TextIO | None = None
     config_path: str | None = None
+    offline: bool = False
 
 
 @dataclass
@@ -291,7 +292,7 @@ class Run:
             kind = row.get("entry_type")
             if kind == "init" and header is None:
                 header = row
-            elif kind in ("attempt", "input_error"):
+            elif kind in ("attempt", "input_error", "audit", "audit_gate"):
                 kept.append(row)
         if header is None:
             raise RunError(
@@ -361,12 +362,40 @@ class Run:
 
         done: set[int] = set()
         done_errors: set[tuple[str, int]] = set()
+        gate: dict[str, Any] | None = None
         for row in kept:
-            if row["entry_type"] == "attempt":
+            kind = row["entry_type"]
+            if kind == "attempt":
                 done.add(hash(str(row.get("id"))))
                 self.tally.add(row, on_hit)
-            else:
+            elif kind == "input_error":
                 done_errors.add((row.get("file", ""), row.get("line", 0)))
+            elif kind == "audit_gate":
+                gate = row
+        go_on = True
+        if cfg.evaluation.audit.enabled:
+            if gate is None:
+                go_on = await self._audit(detectors, report)
+            else:  # resumed: the recorded gate decides again
+                go_on = bool(gate.get("passed")) or cfg.evaluation.audit.on_failure != "stop"
+        if not go_on:
+            report.write(
+                {
+                    "entry_type": "completion",
+                    "end_time": dt.datetime.now(dt.UTC).isoformat(),
+                    "run_id": header.get("run_id"),
+                    "attempts": 0,
+                    "stopped": "the judge audit failed its robustness gate "
+                    "(evaluation.audit.on_failure: stop); nothing was judged",
+                }
+            )
+            report.close()
+            hitlog.close()
+            raise RunError(
+                "the judge audit failed its robustness gate and on_failure is stop: "
+                f"nothing was judged; see the audit rows in {self.report_path}",
+                exit_code=3,
+            )
         resumed = len(done)
         if resumed:
             self.printer.message(f"resuming: {resumed} attempts already in {self.report_path}")
@@ -420,7 +449,7 @@ class Run:
             hitlog.close()
 
         eval_rows = []
-        stats_fields = self._statistics(seed)
+        stats_fields = self._statistics(seed, detectors)
         hits_limit = 20 if self.options.verbose else 0
         for row in self.tally.eval_rows(stats_fields):
             report.write(row)
@@ -456,10 +485,41 @@ class Run:
             input_errors,
         )
 
-    def _statistics(self, seed: int) -> Callable[[str, str, DetectorTally], dict[str, Any]]:
+    async def _audit(self, detectors: list[Detector], report: JsonlWriter) -> bool:
+        """The pre-run judge audit; False when its gate says stop."""
+        from redjury.audit.command import aaudit_before_run
+        from redjury.audit.runner import AuditError
+
+        panel = next((d for d in detectors if d.name == "judge_panel"), None)
+        try:
+            go_on = await aaudit_before_run(
+                self.config,
+                report.write,
+                panel=panel,
+                use_cache=self.options.use_cache,
+                cache_path=self.options.cache_path,
+                offline=self.options.offline,
+                echo=self.printer.message,
+            )
+        except AuditError as exc:
+            raise RunError(f"judge audit: {exc}") from None
+        report.flush()
+        return go_on
+
+    def _statistics(
+        self, seed: int, detectors: list[Detector]
+    ) -> Callable[[str, str, DetectorTally], dict[str, Any]]:
         from redjury.report.statistics import eval_statistics
 
-        return eval_statistics(self.config.reporting, seed)
+        lookup = None
+        if any(d.name == "judge_panel" for d in detectors):
+            from redjury.audit.datasets import cache_dir_of
+            from redjury.audit.runner import audit_correction_lookup
+
+            lookup = audit_correction_lookup(
+                cache_dir_of(self.config.evaluation.audit.dataset), detectors
+            )
+        return eval_statistics(self.config.reporting, seed, lookup)
 
 
 def _digest(report_path: Path) -> dict[str, Any] | None:
