@@ -1,0 +1,266 @@
+"""redjury's side of the benchmark, run in this repository's Python: one timed run per
+invocation, the result as one JSON line on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import data  # noqa: E402
+
+RUN_ID = "12345678-1234-5678-1234-567812345678"
+GENERATOR = "test.TestGenerator test-model"
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cmd_evaluate(args: argparse.Namespace) -> dict:
+    """Case 1: evaluate already-parsed attempts, compute the CI, write eval rows and hitlog."""
+    from redjury.attempts import Attempt
+    from redjury.config import ReportingSpec
+    from redjury.evaluators import RunTally, ThresholdEvaluator, hitlog_row
+    from redjury.pipeline import _AttemptScorer
+    from redjury.redaction import Redactor
+    from redjury.report.jsonl import JsonlWriter
+    from redjury.report.statistics import eval_statistics
+
+    attempts = [
+        Attempt(
+            id=s.uuid,
+            probe=data.PROBE,
+            goal=s.goal,
+            prompt=s.prompt,
+            outputs=list(s.outputs),
+            intent=s.intent,
+            seq=s.seq,
+            run_id=RUN_ID,
+            detector_results={data.DETECTOR: list(s.scores)},
+        )
+        for s in data.scored_attempts(args.attempts)
+    ]
+    reporting = ReportingSpec(
+        confidence_interval_method=args.ci, bootstrap_num_iterations=args.iterations, seed=42
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        tally = RunTally(ThresholdEvaluator(0.5))
+        # The pipeline's attempt → row step, with no detectors to run: the scores are given.
+        scorer = _AttemptScorer([], Redactor(), Redactor(), reporting.redact)
+        report = JsonlWriter(Path(tmp) / "report.jsonl", "w")
+        hitlog = JsonlWriter(Path(tmp) / "hitlog.jsonl", "w")
+
+        def on_hit(row: dict, detector: str, idx: int, score: float) -> None:
+            hitlog.write(hitlog_row(row, detector, idx, score, GENERATOR, data.GENERATIONS))
+
+        for attempt in attempts:
+            tally.add(scorer.row(attempt, {}), on_hit)
+        rows = list(tally.eval_rows(eval_statistics(reporting, 42)))
+        for row in rows:
+            report.write(row)
+        report.flush()
+        hitlog.flush()
+        seconds = time.perf_counter() - t0
+        report.close()
+        hitlog.close()
+        hits = sum(1 for _ in (Path(tmp) / "hitlog.jsonl").open(encoding="utf-8"))
+    ev = next(r for r in rows if r["entry_type"] == "eval")
+    return {
+        "seconds": seconds,
+        "counts": {k: ev[k] for k in ("passed", "fails", "nones")},
+        "intents": ev.get("intents", {}),
+        "hitlog_rows": hits,
+        "ci": [ev.get("confidence_lower"), ev.get("confidence_upper")],
+    }
+
+
+def cmd_detectors(args: argparse.Namespace) -> dict:
+    """Case 2: each detector over the same replies."""
+    from redjury.attempts import Attempt
+    from redjury.detectors.registry import get_detector_class
+
+    attempts = []
+    total_bytes = replies = 0
+    for i, trigger, texts in data.reply_attempts(args.attempts):
+        attempts.append(Attempt(id=str(i), outputs=texts, notes={"triggers": [trigger]}))
+        total_bytes += sum(len(t.encode()) for t in texts)
+        replies += len(texts)
+    out: dict = {"replies": replies, "bytes": total_bytes}
+    for name in args.detectors.split(","):
+        det = get_detector_class(name)()
+        t0 = time.perf_counter()
+        hits = 0
+        for a in attempts:
+            hits += sum(1 for f in det.detect(a) if f.score is not None and f.score >= 0.5)
+        out[name] = {"seconds": time.perf_counter() - t0, "hits": hits}
+    return out
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> dict:
+    """Case 6: the bootstrap interval alone (30% failures, like garak's side)."""
+    from redjury.stats import bootstrap_asr_interval
+
+    fails = int(args.n * 0.3)
+    t0 = time.perf_counter()
+    lo, hi = bootstrap_asr_interval(fails, args.n, iterations=args.iterations, rng=42)
+    return {"seconds": time.perf_counter() - t0, "ci": [lo, hi]}
+
+
+def cmd_memory(args: argparse.Namespace) -> dict:
+    """Case 5: the whole pipeline with the deterministic detectors over a large input file;
+    RSS when 10%, 50% and 100% of the attempts have been read by the scoring pass."""
+    from redjury import inputs as inputs_module
+    from redjury.config import parse_config
+    from redjury.pipeline import RunOptions, run
+
+    total = args.attempts
+    marks = {int(total * f): f"{int(f * 100)}%" for f in (0.1, 0.5, 1.0)}
+    samples: dict[str, float] = {}
+    passes = {"n": 0}
+    original = inputs_module.InputSet.records
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        passes["n"] += 1
+        for i, rec in enumerate(original(self), 1):
+            yield rec
+            if passes["n"] == 2 and i in marks:
+                samples[marks[i]] = round(_rss_mb(), 1)
+
+    inputs_module.InputSet.records = counted  # type: ignore[method-assign]
+    config = parse_config(
+        {
+            "detectors": [{"type": "pii_leak"}, {"type": "prompt_injection"}],
+            "reporting": {"seed": 42},
+        }
+    )
+    start_rss = _rss_mb()
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        result = run(
+            RunOptions(
+                inputs=[Path(args.input)],
+                config=config,
+                out_dir=Path(tmp) / "out",
+                progress=False,
+                stream=io.StringIO(),
+            )
+        )
+        seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "attempts": result.attempts_scored,
+        "rss_start_mb": round(start_rss, 1),
+        "rss_mb": samples,
+        "peak_rss_mb": round(_peak_rss_mb(), 1),
+    }
+
+
+def panel_config(args: argparse.Namespace) -> dict:
+    evaluation: dict = {
+        "judges": [
+            {
+                "name": f"judge-{k}",
+                "connection": {"type": "OPENAI", "base_url": args.url},
+                "generation": {"temperature": 0.0, "seed": 0},
+                "scoring": {"type": "harmbench"},
+            }
+            for k in "abc"
+        ],
+        "max_retries": 0,
+    }
+    if args.concurrency:
+        evaluation["max_concurrency"] = args.concurrency
+        evaluation["per_endpoint_concurrency"] = args.concurrency
+    return {"detectors": [], "evaluation": evaluation, "reporting": {"seed": 42}}
+
+
+def cmd_panel(args: argparse.Namespace) -> dict:
+    """Cases 3 and 4: a 3-judge panel over the attempts file through `redjury.pipeline.run`."""
+    import warnings
+
+    from redjury.config import parse_config
+    from redjury.pipeline import RunOptions, run
+
+    warnings.simplefilter("ignore")
+    config = parse_config(panel_config(args))
+    with tempfile.TemporaryDirectory() as tmp:
+        c0, t0 = _cpu(), time.perf_counter()
+        result = run(
+            RunOptions(
+                inputs=[Path(args.input)],
+                config=config,
+                out_dir=Path(tmp) / "out",
+                use_cache=not args.no_cache,
+                cache_path=Path(args.cache) if args.cache else None,
+                progress=False,
+                stream=io.StringIO(),
+            )
+        )
+        seconds, cpu = time.perf_counter() - t0, _cpu() - c0
+    row = result.eval_rows[0] if result.eval_rows else {}
+    return {
+        "seconds": seconds,
+        "cpu_s": cpu,
+        "attempts": result.attempts_scored,
+        "counts": {k: row.get(k) for k in ("passed", "fails", "nones")},
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("evaluate")
+    e.add_argument("--attempts", type=int, required=True)
+    e.add_argument("--ci", choices=("bootstrap", "none"), required=True)
+    e.add_argument("--iterations", type=int, default=10_000)
+    d = sub.add_parser("detectors")
+    d.add_argument("--attempts", type=int, required=True)
+    d.add_argument("--detectors", default="jailbreak_heuristic,prompt_injection,pii_leak")
+    b = sub.add_parser("bootstrap")
+    b.add_argument("--n", type=int, required=True)
+    b.add_argument("--iterations", type=int, default=10_000)
+    m = sub.add_parser("memory")
+    m.add_argument("--input", required=True)
+    m.add_argument("--attempts", type=int, required=True)
+    j = sub.add_parser("panel")
+    j.add_argument("--input", required=True)
+    j.add_argument("--url", required=True)
+    j.add_argument("--concurrency", type=int, default=0, help="0: redjury's defaults")
+    j.add_argument("--cache", default="")
+    j.add_argument("--no-cache", action="store_true")
+    args = p.parse_args()
+    result = {
+        "evaluate": cmd_evaluate,
+        "detectors": cmd_detectors,
+        "bootstrap": cmd_bootstrap,
+        "memory": cmd_memory,
+        "panel": cmd_panel,
+    }[args.cmd](args)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
