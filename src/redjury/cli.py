@@ -24,7 +24,7 @@ detectors_app = typer.Typer(
 )
 app.add_typer(detectors_app, name="detectors")
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT = 0, 1, 2, 3
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -231,6 +231,44 @@ def run(
         typer.echo(
             f"skipped {result.input_errors} bad input lines (input_error rows in the report)"
         )
+    from redjury.report.outputs import post_run
+
+    try:
+        code = post_run(result.out_dir, cfg.reporting, typer.echo)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def report(
+    out_dir: Annotated[Path, typer.Argument(help="A run folder holding redjury.report.jsonl.")],
+) -> None:
+    """Write DIR/redjury.report.html from the report JSONL alone."""
+    from redjury.report.outputs import write_html
+
+    try:
+        path = write_html(out_dir)
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"html: {path}")
+
+
+@app.command()
+def summary(
+    out_dir: Annotated[Path, typer.Argument(help="A run folder holding redjury.report.jsonl.")],
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write the breakdowns as Markdown here.")
+    ] = None,
+) -> None:
+    """Print the run's breakdowns: per probe × detector, intent, hazard and generator."""
+    from redjury.report.outputs import print_summary
+
+    try:
+        print_summary(out_dir, markdown)
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
 
 
 @app.command()
