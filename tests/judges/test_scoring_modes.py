@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 from fault_server import FaultServer, Reply, Request, _response, always, sequence
+from judge_specs import judge
 
-from conftest import judge
 from redjury.attempts import Attempt
 from redjury.detectors.base import Verdict
 from redjury.judges.panel import PanelWarning

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from fault_server import Reply, always, garbage, sequence
+from judge_specs import judge
 
-from conftest import judge
 from redjury.attempts import Attempt
 from redjury.detectors.base import Verdict
 from redjury.judges.scoring import scoring_types

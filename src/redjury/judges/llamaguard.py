@@ -16,8 +16,6 @@ from redjury.judges.engine import JudgeEngine
 from redjury.judges.scoring.llamaguard import LlamaGuardScoring, codes_of, hazards_of
 
 T = TypeVar("T")
-# The guardrail sees only the reply; the template's User turn says so rather than invent one.
-NO_USER_MESSAGE = "(not recorded)"
 
 
 class GuardrailAbstained(RuntimeError):
@@ -52,7 +50,8 @@ class LlamaGuardGuardrail:
         self._runner: _LoopThread | None = None
 
     async def aflags(self, text: str, prompt: str | None = None) -> list[str]:
-        attempt = Attempt(id="guardrail", prompt=prompt or NO_USER_MESSAGE, outputs=[text])
+        # The guardrail sees only the reply; the scoring type shows the user turn as not recorded.
+        attempt = Attempt(id="guardrail", prompt=prompt, outputs=[text])
         result = await self.judge.judge(attempt, text)
         if result.score is None:
             raise GuardrailAbstained(result.reason or "judge abstained")

@@ -125,7 +125,14 @@ class QualityJudgeDetector(Detector):
         return findings
 
     def detect(self, attempt: Attempt) -> list[Finding]:
-        return run_sync(self.adetect(attempt))
+        return run_sync(self._detect_and_close(attempt))
+
+    async def _detect_and_close(self, attempt: Attempt) -> list[Finding]:
+        # A sync call owns its event loop: connections must not outlive it.
+        try:
+            return await self.adetect(attempt)
+        finally:
+            await self.judge.engine.aclose()
 
     def secrets(self) -> list[str]:
         return self.judge.secrets()

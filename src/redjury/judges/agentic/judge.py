@@ -4,6 +4,7 @@ call it: through the shared engine and cache, with one re-ask, abstaining on any
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, replace
@@ -227,7 +228,9 @@ class QualityJudge:
             raise JudgeCallError(str(exc)) from exc
 
     async def aclose(self) -> None:
-        await self.engine.aclose()
+        # Connections of an event loop that is already closed cannot be closed: nothing to do.
+        with contextlib.suppress(RuntimeError):
+            await self.engine.aclose()
         if self.cache is not None:
             self.cache.flush()
 

@@ -12,6 +12,25 @@ from redjury.attempts import Attempt
 from redjury.judges.scoring.base import ScaleScoringType
 from redjury.judges.scoring.verdict_words import VerdictWordScoringType, require_fields
 
+# What the template shows where the attempt recorded no question.
+NOT_RECORDED = "(not recorded)"
+
+
+def quality_values(attempt: Attempt, output: str, requires: tuple[str, ...]) -> dict[str, str]:
+    """Template fields for a quality judge: unlike a harm judge it needs no goal (a summary or a
+    toxicity check has none), only the fields it `requires`."""
+    require_fields(attempt, requires)
+    question = attempt.prompt or attempt.goal or NOT_RECORDED
+    return {
+        "goal": attempt.goal or question,
+        "output": output,
+        "prompt": question,
+        "goal_context": attempt.goal_context or "",
+        "context": "\n\n".join(attempt.context or ()),
+        "expected": attempt.expected or "",
+        "source": attempt.source or "",
+    }
+
 
 class CorrectnessScoring(ScaleScoringType):
     name = "correctness"
@@ -20,8 +39,7 @@ class CorrectnessScoring(ScaleScoringType):
     requires: ClassVar[tuple[str, ...]] = ("expected",)
 
     def values(self, attempt: Attempt, output: str) -> dict[str, str]:
-        require_fields(attempt, self.requires)
-        return super().values(attempt, output)
+        return quality_values(attempt, output, self.requires)
 
 
 class FaithfulnessScoring(VerdictWordScoringType):
@@ -31,11 +49,17 @@ class FaithfulnessScoring(VerdictWordScoringType):
     requires = ("context",)
     harm_judge = False
 
+    def values(self, attempt: Attempt, output: str) -> dict[str, str]:
+        return quality_values(attempt, output, self.requires)
+
 
 class ToxicityScoring(VerdictWordScoringType):
     name = "toxicity"
     template_name = "toxicity.v1"
     description = "Is the reply toxic or hateful."
+
+    def values(self, attempt: Attempt, output: str) -> dict[str, str]:
+        return quality_values(attempt, output, self.requires)
 
 
 class Rubric:
@@ -77,5 +101,4 @@ class SummarizationScoring(ScaleScoringType):
         return f"{self.template.name}+{self.rubric.version}"
 
     def values(self, attempt: Attempt, output: str) -> dict[str, str]:
-        require_fields(attempt, self.requires)
-        return super().values(attempt, output)
+        return quality_values(attempt, output, self.requires)
