@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "servers"))
 
 from fault_server import FaultServer  # noqa: E402
+from judge_specs import judge  # noqa: E402, F401  (re-exported for older imports)
 
 from redjury.judges.config import EvaluationSpec  # noqa: E402
 from redjury.judges.panel import JudgePanelDetector  # noqa: E402
@@ -27,30 +28,6 @@ def server() -> Iterator[FaultServer]:
 def second_server() -> Iterator[FaultServer]:
     with FaultServer() as srv:
         yield srv
-
-
-def judge(
-    url: str,
-    name: str = "judge-a",
-    kind: str = "harmbench",
-    *,
-    type: str = "OPENAI",
-    timeout: float = 5.0,
-    **extra: Any,
-) -> dict[str, Any]:
-    """A judge config dict; seeded, so panels in tests raise no reproducibility warning."""
-    spec: dict[str, Any] = {
-        "name": name,
-        "connection": {"type": type, "base_url": url, "timeout": timeout},
-        "generation": {"temperature": 0, "seed": 7},
-        "scoring": {"type": kind},
-    }
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(spec.get(key), dict):
-            spec[key].update(value)
-        else:
-            spec[key] = value
-    return spec
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fault_server import Reply, Status, by_model
+from judge_specs import judge
 
-from conftest import judge
 from redjury.attempts import Attempt
 from redjury.detectors.base import Verdict
 from redjury.judges.aggregation import aggregate_votes

@@ -6,8 +6,8 @@ import asyncio
 import time
 
 from fault_server import Reply, always
+from judge_specs import judge
 
-from conftest import judge
 from redjury.attempts import Attempt
 
 

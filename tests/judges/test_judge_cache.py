@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fault_server import Reply, Status, always, by_model
+from judge_specs import judge
 
-from conftest import judge
 from redjury.attempts import Attempt
 from redjury.judges.cache import default_cache_path
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from judge_specs import judge
 
-from conftest import judge
 from redjury.judges.config import ConnectionType, EvaluationSpec, JudgeSpec
 from redjury.judges.providers import PLACEHOLDER_API_KEY, OpenAIProvider, provider_for
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fault_server import Reply, always
+from judge_specs import judge
 
-from conftest import judge
 from redjury.attempts import Attempt
 from redjury.judges.config import JudgeSpec
 from redjury.judges.providers import OllamaProvider, ollama_host

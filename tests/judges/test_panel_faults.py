@@ -6,8 +6,8 @@ import time
 
 import pytest
 from fault_server import RawBody, Reply, Reset, Status, always, by_model, garbage, sequence
+from judge_specs import judge
 
-from conftest import judge
 from redjury.attempts import Attempt
 from redjury.detectors.base import Verdict
 

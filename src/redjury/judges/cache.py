@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ CREATE TABLE IF NOT EXISTS judgements (
 
 
 def default_cache_path() -> Path:
-    return Path(user_cache_dir("redjury")) / "judges.sqlite"
+    """$REDJURY_CACHE_DIR/judges.sqlite, else the user cache dir (~/.cache/redjury on Linux)."""
+    root = os.environ.get("REDJURY_CACHE_DIR") or user_cache_dir("redjury")
+    return Path(root) / "judges.sqlite"
 
 
 @dataclass(frozen=True, slots=True)

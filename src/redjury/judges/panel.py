@@ -272,7 +272,8 @@ class JudgePanelDetector(Detector):
             if out is not None
             for judge in judges
         ]
-        votes = await asyncio.gather(*pending) if pending else []
+        # One coroutine needs no task of its own; gather wraps each in one.
+        votes = [await pending[0]] if len(pending) == 1 else await asyncio.gather(*pending)
         self._counts["attempts"] += 1
         findings: list[Finding] = []
         i = 0
@@ -304,7 +305,7 @@ class JudgePanelDetector(Detector):
             details["error"] = outcome.error
             return self.inconclusive(outcome.error or "panel error", **details)
         summary = (
-            f"{spec.aggregation}: {outcome.cast} votes cast, {outcome.abstained} abstained, "
+            f"{spec.aggregation}: votes cast {outcome.cast}, abstained {outcome.abstained}, "
             f"threshold {spec.threshold:g}"
         )
         if outcome.success:
