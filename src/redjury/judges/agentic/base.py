@@ -1,5 +1,5 @@
 """What the agentic quality detectors share: a `judge:` model config (a JudgeSpec without
-`scoring`), a passing threshold, and async judging of every output through a QualityJudge."""
+`scoring`) and async judging of every output through a QualityJudge."""
 
 from __future__ import annotations
 
@@ -9,35 +9,44 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding
 from redjury.judges.agentic.judge import JudgeResult, QualityJudge
-from redjury.judges.config import JudgeSpec, ScoringSpec
+from redjury.judges.config import ConnectionSpec, GenerationSpec, JudgeSpec
 from redjury.judges.scoring import ScoringType
 
 T = TypeVar("T")
 
 
-class QualityJudgeSpec(JudgeSpec):
-    """A judge model for a quality detector: every JudgeSpec field except `scoring`, which the
+def _about(field: str) -> str | None:
+    return JudgeSpec.model_fields[field].description
+
+
+class QualityJudgeSpec(BaseModel):
+    """A judge model for a quality detector: JudgeSpec's fields except `scoring`, which the
     detector fixes (its prompt and parser)."""
 
-    scoring: ScoringSpec = Field(default_factory=ScoringSpec, exclude=True)  # type: ignore[arg-type]
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _no_scoring(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "scoring" in data:
-            raise ValueError("`scoring` is fixed by the detector; leave it out of `judge`")
-        return data
+    name: str = Field(description=_about("name"))
+    id: str | None = Field(None, description=_about("id"))
+    connection: ConnectionSpec = Field(
+        default_factory=lambda: ConnectionSpec.model_validate({}), description=_about("connection")
+    )
+    generation: GenerationSpec = Field(
+        default_factory=lambda: GenerationSpec.model_validate({}), description=_about("generation")
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description=_about("options"))
+
+    def judge_spec(self) -> JudgeSpec:
+        return JudgeSpec.model_validate(self.model_dump(by_alias=False))
 
 
 class QualityJudgeParams(DetectorParams):
-    judge: QualityJudgeSpec = Field(description="The judge model (name, connection, generation).")
-    passing_threshold: float = Field(
-        7.0, ge=0.0, le=10.0, description="0–10 judge score the reply must reach to pass."
+    judge: QualityJudgeSpec = Field(
+        description="The judge model: a judge as in `evaluation.judges`, without `scoring`."
     )
     cache: bool = Field(True, description="Use the persistent judge cache.")
     cache_path: str | None = Field(
@@ -84,7 +93,7 @@ class QualityJudgeDetector(Detector):
         super().__init__(params)
         p = self.params
         self.judge = QualityJudge(
-            JudgeSpec.model_validate(p.judge.model_dump(exclude={"scoring"})),
+            p.judge.judge_spec(),
             self.scoring_type(),
             cache_path=Path(p.cache_path) if p.cache_path else None,
             use_cache=p.cache,

@@ -15,6 +15,9 @@ from redjury.judges.scoring.quality import Rubric, SummarizationScoring
 
 
 class SummarizationParams(QualityJudgeParams):
+    passing_threshold: float = Field(
+        7.0, ge=0.0, le=10.0, description="PASSED iff the 0–10 grade reaches it (≥)."
+    )
     rubric: str = Field(
         "summarization.v1",
         description="Rubric `NAME.vN` from resources/rubrics, or the path of a rubric .txt file.",
