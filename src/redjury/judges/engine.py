@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 
 from redjury.judges.http11 import ConnectionPool, Response, TransportError
 
+# A server asking for a longer pause than this is treated as down: the judge abstains.
+MAX_RETRY_AFTER_S = 300.0
+
 
 class JudgeCallError(Exception):
     """A judge request failed for good (after any retries); the judge abstains with this reason."""
@@ -149,6 +152,9 @@ class JudgeEngine:
                     raise JudgeCallError(f"HTTP {status}")
                 reason = f"HTTP {status}"
                 wait = retry_after_seconds(response.header("retry-after"))
+            if wait is not None and wait > MAX_RETRY_AFTER_S:
+                stats.failures += 1
+                raise JudgeCallError(f"{reason} with Retry-After {wait:.0f}s")
             if retries >= self.max_retries:
                 stats.failures += 1
                 suffix = f" after {retries} retries" if retries else ""
