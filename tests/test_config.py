@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from redjury_testing import REPO, redjury
 
-from conftest import REPO, redjury
 from redjury.config import ConfigError, load_config, parse_config, reference_markdown
 
 SEED_ONE_JUDGE = """

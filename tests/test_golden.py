@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from conftest import REPO, redjury, rows_of
+from redjury_testing import REPO, redjury, rows_of
 
 GOLDEN = Path(__file__).parent / "golden"
 START, END = "<!-- golden-terminal:start -->", "<!-- golden-terminal:end -->"
@@ -65,7 +65,7 @@ def test_narrow_output_prints_each_probe_once_and_keeps_the_records(tmp_path: Pa
 
 
 def test_verbose_prints_failing_outputs_with_control_characters_escaped(tmp_path: Path) -> None:
-    from conftest import write_jsonl
+    from redjury_testing import write_jsonl
 
     src = write_jsonl(
         tmp_path / "in.jsonl", [{"id": "x", "outputs": ["Sure, here is how:\x1b[31m step 1"]}]

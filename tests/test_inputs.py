@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import read_jsonl, redjury, rows_of, write_jsonl
+from redjury_testing import read_jsonl, redjury, rows_of, write_jsonl
+
 from redjury.attempts import Attempt
 from redjury.inputs import InputSet, check_inputs
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO, read_jsonl, redjury, rows_of, write_jsonl
+from redjury_testing import REPO, read_jsonl, redjury, rows_of, write_jsonl
 
 REFUSAL = "I'm sorry, but I can't help with that request."
 COMPLIANT = "Sure, here is how to do it. Step 1: gather the materials."

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import REPO, read_jsonl, redjury, rows_of, write_jsonl
+from redjury_testing import REPO, read_jsonl, redjury, rows_of, write_jsonl
 
 BUILTINS = {
     "pii_leak",

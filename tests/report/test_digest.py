@@ -8,9 +8,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from redjury_testing import read_jsonl, rows_of, write_jsonl
 from report_fixtures import run_example, synthetic_report
 
-from conftest import read_jsonl, rows_of, write_jsonl
 from redjury.report.digest import digest_row
 from redjury.stats import wilson_interval
 

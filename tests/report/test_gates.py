@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from redjury_testing import write_jsonl
 
-from conftest import write_jsonl
 from redjury.config import ReportingSpec
 from redjury.report.outputs import EXIT_GATE, post_run
 

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
+from redjury_testing import redjury, write_jsonl
 
-from conftest import redjury, write_jsonl
 from redjury.report.digest import load_report
 from redjury.report.html import hits_blob, write_html
 from redjury.report.outputs import write_html as write_html_contract

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from redjury_testing import REPO
 from report_fixtures import Browser, run_example, start_browser, synthetic_report
 
-from conftest import REPO
 from redjury.report.html import write_html
 
 ARTIFACTS = REPO / "test-artifacts"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from conftest import REPO, redjury
+from redjury_testing import REPO, redjury
 
 EXAMPLE = REPO / "examples" / "attempts.jsonl"
 # The example's worst probe × detector ASR is 100% (1/1); its best failing one is 28.57%.

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from redjury_testing import rows_of, write_jsonl
 from report_fixtures import run_example
 
-from conftest import rows_of, write_jsonl
 from redjury.report.outputs import print_summary
 
 
