@@ -548,12 +548,13 @@ class _Progress:
                 TextColumn("judging"),
                 BarColumn(),
                 TextColumn("{task.completed}/{task.total} attempts"),
+                TextColumn("{task.fields[rate]}"),
                 TextColumn("{task.fields[extra]}"),
                 TimeRemainingColumn(),
                 transient=True,
             )
             self._bar.start()
-            self._task = self._bar.add_task("run", total=total, completed=done, extra="")
+            self._task = self._bar.add_task("run", total=total, completed=done, extra="", rate="")
 
     def advance(self, n: int) -> None:
         if self._bar is None:
@@ -564,7 +565,9 @@ class _Progress:
             if callable(stats):
                 s = stats()
                 extra = f"{s.get('requests', 0)} judge calls, {s.get('abstentions', 0)} abstentions"
-        self._bar.update(self._task, advance=n, extra=extra)
+        speed = self._bar.tasks[0].speed
+        rate = f"{speed:,.0f}/s" if speed else ""
+        self._bar.update(self._task, advance=n, extra=extra, rate=rate)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -38,7 +39,10 @@ class TerminalPrinter:
         self.narrow = narrow
         self.verbose = verbose
         self.show_z = show_z
-        self.colour = self.stream.isatty() if colour is None else colour
+        if colour is None:
+            # https://no-color.org: a set NO_COLOR turns colour off, as does a non-terminal.
+            colour = self.stream.isatty() and not os.environ.get("NO_COLOR")
+        self.colour = colour
         self._last_probe: str | None = None
 
     def _c(self, code: str, text: str) -> str:
