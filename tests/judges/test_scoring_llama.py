@@ -84,7 +84,8 @@ STRUCTURED = ["harmbench_variant", "jailbreakbench", "rag_outcome", "strongrejec
 @pytest.mark.parametrize("kind", STRUCTURED)
 async def test_structured_output_is_read_from_its_named_field(llama_url, tmp_path, kind):
     # The server constrains the answer to the schema, so even this model's answer parses.
-    fmt = get_scoring_type(kind).response_format()  # type: ignore[attr-defined]
+    # llama-cpp-python's server takes the schema as `json_object` + `schema`.
+    fmt = get_scoring_type(kind).response_format("json_object")  # type: ignore[attr-defined]
     spec = smollm(llama_url, kind, {"response_format": fmt, "max_tokens": 64})
     vote, stats = await _vote(llama_url, tmp_path, spec)
     assert vote["raw"].lstrip().startswith("{"), vote

@@ -256,3 +256,11 @@ def test_every_type_is_listed_by_detectors_list():
         assert f"judge:{kind}" in names
     for name in ("correctness", "faithfulness", "hallucination", "summarization", "toxicity"):
         assert name in names
+
+
+@pytest.mark.parametrize("kind", sorted(STRUCTURED))
+def test_json_object_style_carries_the_same_schema(kind):
+    cls = get_scoring_type(kind)
+    openai = cls.response_format()  # type: ignore[attr-defined]
+    llama = cls.response_format("json_object")  # type: ignore[attr-defined]
+    assert llama == {"type": "json_object", "schema": openai["json_schema"]["schema"]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from redjury.attempts import Attempt
 from redjury.judges.scoring.base import MissingInput, Parsed, YesNoScoringType, _json_field
@@ -29,6 +29,17 @@ _REQUIRED = {
     "source": "attempt has no source text",
     "goal_context": "attempt has no goal_context",
 }
+
+
+# `json_schema` is OpenAI's form (OpenAI, vLLM, Ollama's /v1); `json_object` with a `schema`
+# is the form llama-cpp-python's server takes (it answers 500 to `json_schema`).
+FormatStyle = Literal["json_schema", "json_object"]
+
+
+def response_format_for(name: str, schema: dict[str, Any], style: FormatStyle) -> dict[str, Any]:
+    if style == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
 
 
 def require_fields(attempt: Attempt, fields: tuple[str, ...]) -> None:
@@ -117,20 +128,14 @@ class VerdictWordScoringType(YesNoScoringType):
         return Parsed(round(score, 6), label=f"P({high})={mass.get(high, 0.0) / total:.4f}")
 
     @classmethod
-    def response_format(cls) -> dict[str, Any]:
+    def response_format(cls, style: FormatStyle = "json_schema") -> dict[str, Any]:
         """An OpenAI `response_format` whose JSON answer is the field the parser reads."""
         field = cls.json_fields[0]
         enum = sorted({*cls.words, *cls.abstain_words})
-        return {
-            "type": "json_schema",
-            "json_schema": {
-                "name": f"{cls.name}_verdict",
-                "strict": True,
-                "schema": {
-                    "type": "object",
-                    "properties": {field: {"type": "string", "enum": enum}},
-                    "required": [field],
-                    "additionalProperties": False,
-                },
-            },
+        schema = {
+            "type": "object",
+            "properties": {field: {"type": "string", "enum": enum}},
+            "required": [field],
+            "additionalProperties": False,
         }
+        return response_format_for(f"{cls.name}_verdict", schema, style)
