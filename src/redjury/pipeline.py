@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from redjury import __version__
 from redjury.attempts import Attempt
-from redjury.config import RunConfig
+from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector, Finding
 from redjury.evaluators import DetectorTally, Evaluator, RunTally, hitlog_row, load_evaluator
 from redjury.inputs import InputError, InputSet, LineError, check_inputs
@@ -103,7 +103,20 @@ def config_fingerprint(config: RunConfig) -> str:
 
 
 def build_detectors(options: RunOptions) -> list[Detector]:
-    detectors = options.config.detector_instances()
+    detectors: list[Detector] = []
+    for cls, params in resolve_detectors(options.config):
+        # Judge-backed detectors follow the run's cache switches too.
+        fields = type(params).model_fields
+        update: dict[str, Any] = {}
+        if not options.use_cache and "cache" in fields:
+            update["cache"] = False
+        if (
+            options.cache_path is not None
+            and "cache_path" in fields
+            and getattr(params, "cache_path", None) is None
+        ):
+            update["cache_path"] = str(options.cache_path)
+        detectors.append(cls(params.model_copy(update=update) if update else params))
     if options.config.evaluation.judges:
         from redjury.judges.panel import JudgePanelDetector
 
