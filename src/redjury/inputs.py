@@ -156,7 +156,10 @@ class InputSet:
                     data = orjson.loads(raw)
                 except ValueError as exc:
                     yield InputRecord(
-                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}")
+                        name,
+                        lineno,
+                        None,
+                        LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}"),
                     )
                     continue
                 if not isinstance(data, dict):
@@ -209,7 +212,10 @@ class InputSet:
                     row = orjson.loads(raw)
                 except ValueError as exc:
                     yield InputRecord(
-                        name, lineno, None, LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}")
+                        name,
+                        lineno,
+                        None,
+                        LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}"),
                     )
                     continue
                 if not isinstance(row, dict) or row.get("entry_type") != "attempt":
