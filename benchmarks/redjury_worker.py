@@ -70,8 +70,9 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
         tally = RunTally(ThresholdEvaluator(0.5))
         # The pipeline's attempt → row step, with no detectors to run: the scores are given.
         scorer = _AttemptScorer([], Redactor(), Redactor(), reporting.redact)
-        report = JsonlWriter(Path(tmp) / "report.jsonl", "w")
-        hitlog = JsonlWriter(Path(tmp) / "hitlog.jsonl", "w")
+        # As the pipeline opens them: flushed once per window (here: once, at the end).
+        report = JsonlWriter(Path(tmp) / "report.jsonl", "w", flush_every=0)
+        hitlog = JsonlWriter(Path(tmp) / "hitlog.jsonl", "w", flush_every=0)
 
         def on_hit(row: dict, detector: str, idx: int, score: float) -> None:
             hitlog.write(hitlog_row(row, detector, idx, score, GENERATOR, data.GENERATIONS))
