@@ -73,6 +73,10 @@ def load_evaluator(kind: str, threshold: float = 0.5) -> Evaluator:
         return obj()
 
 
+# Failing outputs kept per probe × detector for `-v` and reports; the hitlog has them all.
+FIRST_HITS = 20
+
+
 @dataclass(slots=True)
 class DetectorTally:
     """Counts for one probe × detector, built one attempt row at a time."""
@@ -128,6 +132,8 @@ class RunTally:
             self.any_intent = True
         details = row.get("details") or {}
         test = self.evaluator.test
+        # The common policy inlined: a method call per output is most of this loop's cost.
+        threshold = self.evaluator.threshold if type(self.evaluator) is ThresholdEvaluator else None
         for detector, scores in (row.get("detector_results") or {}).items():
             pt.detectors.add(detector)
             key = (probe, detector)
@@ -138,13 +144,13 @@ class RunTally:
             for idx, score in enumerate(scores):
                 if score is None:
                     nones += 1
-                elif test(float(score)):
+                elif (score < threshold) if threshold is not None else test(float(score)):
                     passed += 1
                 else:
                     fails += 1
                     if hit is not None:
                         hit(row, detector, idx, float(score))
-                    if len(t.first_hits) < 3 and idx < len(outputs) and outputs[idx]:
+                    if len(t.first_hits) < FIRST_HITS and idx < len(outputs) and outputs[idx]:
                         t.first_hits.append(str(outputs[idx]))
             t.passed += passed
             t.fails += fails
@@ -212,6 +218,63 @@ class RunTally:
             }
 
 
+class HitlogBuilder:
+    """garak's hitlog entries for the failing outputs of attempt rows.
+
+    The fields shared by every hit of one attempt are read once per attempt: an attempt
+    with five failing outputs costs one lookup, not five.
+    """
+
+    __slots__ = ("generator", "generations_per_prompt", "_row", "_base")
+
+    def __init__(
+        self, generator: str | None = None, generations_per_prompt: int | None = None
+    ) -> None:
+        self.generator = generator
+        self.generations_per_prompt = generations_per_prompt
+        self._row: dict[str, Any] | None = None
+        self._base: tuple[Any, ...] = ()
+
+    def __call__(
+        self, row: dict[str, Any], detector: str, idx: int, score: float
+    ) -> dict[str, Any]:
+        if row is not self._row:
+            notes = row.get("notes") or {}
+            prompt = row.get("prompt")
+            outputs = row.get("outputs") or []
+            self._base = (
+                row.get("goal"),
+                {"turns": [{"role": "user", "content": {"text": prompt}}]}
+                if prompt is not None
+                else None,
+                notes.get("triggers") if isinstance(notes, dict) else None,
+                row.get("run_id"),
+                row.get("id"),
+                row.get("seq"),
+                row.get("generator") or self.generator,
+                row.get("probe"),
+                self.generations_per_prompt or len(outputs),
+                outputs,
+            )
+            self._row = row
+        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs = self._base
+        return {
+            "goal": goal,
+            "prompt": prompt,
+            "output": {"text": outputs[idx] if idx < len(outputs) else None},
+            "triggers": triggers,
+            "score": score,
+            "run_id": run_id,
+            "attempt_id": attempt_id,
+            "attempt_seq": seq,
+            "attempt_idx": idx,
+            "generator": generator,
+            "probe": probe,
+            "detector": detector,
+            "generations_per_prompt": gpp,
+        }
+
+
 def hitlog_row(
     row: dict[str, Any],
     detector: str,
@@ -221,24 +284,4 @@ def hitlog_row(
     generations_per_prompt: int | None,
 ) -> dict[str, Any]:
     """garak's hitlog entry for one failing output of an attempt row."""
-    outputs = row.get("outputs") or []
-    output = outputs[idx] if idx < len(outputs) else None
-    notes = row.get("notes") or {}
-    prompt = row.get("prompt")
-    return {
-        "goal": row.get("goal"),
-        "prompt": {"turns": [{"role": "user", "content": {"text": prompt}}]}
-        if prompt is not None
-        else None,
-        "output": {"text": output},
-        "triggers": notes.get("triggers") if isinstance(notes, dict) else None,
-        "score": score,
-        "run_id": row.get("run_id"),
-        "attempt_id": row.get("id"),
-        "attempt_seq": row.get("seq"),
-        "attempt_idx": idx,
-        "generator": row.get("generator") or generator,
-        "probe": row.get("probe"),
-        "detector": detector,
-        "generations_per_prompt": generations_per_prompt or len(outputs),
-    }
+    return HitlogBuilder(generator, generations_per_prompt)(row, detector, idx, score)

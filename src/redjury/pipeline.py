@@ -19,7 +19,7 @@ from redjury import __version__
 from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector, Finding
-from redjury.evaluators import DetectorTally, Evaluator, RunTally, hitlog_row, load_evaluator
+from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
 from redjury.inputs import InputError, InputSet, LineError, check_inputs
 from redjury.redaction import Redactor
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME, JsonlWriter, dumps, read_rows
@@ -168,10 +168,20 @@ class _AttemptScorer:
             "id": attempt.id,
             "probe": attempt.probe,
         }
-        data = attempt.model_dump(include=set(_ROW_FIELDS), exclude_none=True)
+        # Read the fields directly: a pydantic dump per attempt costs more than all of this.
         for key in _ROW_FIELDS:
-            if key in data and data[key] != {}:
-                row[key] = data[key]
+            value = getattr(attempt, key)
+            if value is None or value == {}:
+                continue
+            if key == "messages":
+                value = [{"role": t.role, "content": t.content} for t in value]
+            elif key == "usage":
+                value = value.model_dump(exclude_none=True)
+            elif key in ("outputs", "context"):
+                value = list(value)
+            elif key == "notes":
+                value = dict(value)
+            row[key] = value
         results: dict[str, list[float | None]] = dict(attempt.detector_results)
         verdicts: dict[str, list[str]] = {}
         evidence: dict[str, list[list[str]]] = {}
@@ -368,10 +378,10 @@ class Run:
         report = JsonlWriter(self.report_path, "a", flush_every=0)
         hitlog = JsonlWriter(self.hitlog_path, "w", flush_every=0)
 
+        build_hit = HitlogBuilder(self.generator, self.generations_per_prompt)
+
         def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
-            hitlog.write(
-                hitlog_row(row, detector, idx, score, self.generator, self.generations_per_prompt)
-            )
+            hitlog.write(build_hit(row, detector, idx, score))
 
         done: set[int] = set()
         done_errors: set[tuple[str, int]] = set()

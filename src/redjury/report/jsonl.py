@@ -35,18 +35,28 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
+def dumps_line(row: dict[str, Any]) -> bytes:
+    """One JSONL line as UTF-8 bytes."""
+    try:
+        return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return (
+            json.dumps(row, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        ).encode()
+
+
 class JsonlWriter:
     """Appends rows, flushing every `flush_every` rows (0: only when told), so a kill
     loses at most the rows written since the last flush."""
 
     def __init__(self, path: Path, mode: str = "a", flush_every: int = 1) -> None:
         self.path = path
-        self._fh: IO[str] = path.open(mode, encoding="utf-8")
+        self._fh: IO[bytes] = path.open(mode + "b")
         self._pending = 0
         self._flush_every = flush_every
 
     def write(self, row: dict[str, Any]) -> None:
-        self._fh.write(dumps(row) + "\n")
+        self._fh.write(dumps_line(row))
         if self._flush_every:
             self._pending += 1
             if self._pending >= self._flush_every:
