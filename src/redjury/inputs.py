@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,12 @@ from pydantic import ValidationError
 from redjury.attempts import Attempt
 
 MAX_REPORTED_ERRORS = 20
+# The head of a garak attempt row as garak writes it (entry_type, uuid, seq, status first):
+# read without parsing the row, so rows that are skipped (a status-1 row superseded by its
+# status-2 row) cost no JSON parse. Rows that do not match are parsed in full.
+_GARAK_ATTEMPT_HEAD = re.compile(
+    rb'\{\s*"entry_type":\s*"attempt",\s*"uuid":\s*"([^"\\]*)",\s*"seq":\s*[^,]*,\s*"status":\s*(\d+)\s*[,}]'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +155,7 @@ class InputSet:
 
     def _redjury_records(self, path: Path) -> Iterator[InputRecord]:
         name = str(path)
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
+        with path.open("rb") as fh:
             for lineno, raw in enumerate(fh, 1):
                 if not raw.strip():
                     continue
@@ -179,9 +186,14 @@ class InputSet:
             return
         setup = GarakSetup()
         final: set[int] = set()
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
+        with path.open("rb") as fh:
             for raw in fh:
-                if '"entry_type"' not in raw:
+                head = _GARAK_ATTEMPT_HEAD.match(raw)
+                if head is not None:
+                    if head.group(2) == b"2":
+                        final.add(hash(head.group(1).decode()))
+                    continue
+                if b'"entry_type"' not in raw:
                     continue
                 try:
                     row = orjson.loads(raw)
@@ -204,10 +216,15 @@ class InputSet:
         name = str(path)
         setup = self.garak_setup[name]
         final = self._final_rows[name]
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
+        with path.open("rb") as fh:
             for lineno, raw in enumerate(fh, 1):
                 if not raw.strip():
                     continue
+                head = _GARAK_ATTEMPT_HEAD.match(raw)
+                if head is not None:
+                    head_status, head_uuid = head.group(2), head.group(1).decode()
+                    if head_status != b"2" and (head_status != b"1" or hash(head_uuid) in final):
+                        continue
                 try:
                     row = orjson.loads(raw)
                 except ValueError as exc:

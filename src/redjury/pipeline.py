@@ -22,6 +22,7 @@ from redjury.detectors.base import Detector, Finding
 from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
 from redjury.inputs import InputError, InputSet, LineError, check_inputs
 from redjury.redaction import Redactor
+from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME, JsonlWriter, dumps, read_rows
 from redjury.report.terminal import TerminalPrinter
 
@@ -379,6 +380,8 @@ class Run:
         hitlog = JsonlWriter(self.hitlog_path, "w", flush_every=0)
 
         build_hit = HitlogBuilder(self.generator, self.generations_per_prompt)
+        # The digest row's breakdowns, built as rows are made: no second read of the report.
+        digest = DigestBuilder(header)
 
         def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
             hitlog.write(build_hit(row, detector, idx, score))
@@ -391,6 +394,7 @@ class Run:
             if kind == "attempt":
                 done.add(hash(str(row.get("id"))))
                 self.tally.add(row, on_hit)
+                digest.add_attempt(row)
             elif kind == "input_error":
                 done_errors.add((row.get("file", ""), row.get("line", 0)))
             elif kind == "audit_gate":
@@ -435,6 +439,7 @@ class Run:
             for row in rows:
                 report.write(row)
                 self.tally.add(row, on_hit)
+                digest.add_attempt(row)
             report.flush()
             hitlog.flush()
             scored += len(window)
@@ -478,12 +483,10 @@ class Run:
             report.write(row)
             if row["entry_type"] == "eval":
                 eval_rows.append(row)
+                digest.add_eval(row)
                 tally = self.tally.tallies[(row["probe"], row["detector"])]
                 self.printer.eval_row(row, tally.first_hits[:hits_limit] if hits_limit else ())
-        report.flush()
-        digest = _digest(self.report_path)
-        if digest is not None:
-            report.write(digest)
+        report.write(digest.row())
         completion: dict[str, Any] = {
             "entry_type": "completion",
             "end_time": dt.datetime.now(dt.UTC).isoformat(),
@@ -543,15 +546,6 @@ class Run:
                 cache_dir_of(self.config.evaluation.audit.dataset), detectors
             )
         return eval_statistics(self.config.reporting, seed, lookup)
-
-
-def _digest(report_path: Path) -> dict[str, Any] | None:
-    """The digest row (breakdowns for other tools), when the digest module is present."""
-    try:
-        from redjury.report.digest import digest_row
-    except ImportError:
-        return None
-    return digest_row(report_path)
 
 
 class _Progress:

@@ -44,6 +44,9 @@ def asr_gate_failures(evals: list[dict[str, Any]], limit: float | dict[str, floa
 
 def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None]) -> int:
     """Write the requested outputs and apply the gates; return 4 when a gate trips, else 0."""
+    wanted = reporting.html or reporting.junit or reporting.fail_on_asr is not None
+    if not wanted and reporting.fail_on_errors is None:
+        return 0  # nothing asked for: do not read the report back
     data = load_report(out_dir, HIT_LIMIT if reporting.html else 0)
     if reporting.html:
         target = data.path.parent / HTML_NAME
