@@ -207,3 +207,15 @@ def test_several_input_files_ids_unique_across_them(tmp_path: Path) -> None:
     b = write_jsonl(tmp_path / "b.jsonl", [{"id": "1", "output": "y"}])
     proc = redjury("run", a, b, "--out", tmp_path / "o")
     assert proc.returncode == 2 and f"{b}:1: id: duplicate id" in proc.stderr
+
+
+def test_skip_bad_lines_records_a_duplicate_id_and_judges_the_first_only(tmp_path: Path) -> None:
+    src = write_jsonl(
+        tmp_path / "in.jsonl", [{"id": "a", "output": "first"}, {"id": "a", "output": "second"}]
+    )
+    out = tmp_path / "out"
+    assert redjury("run", src, "--out", out, "--skip-bad-lines").returncode == 0
+    (err,) = rows_of(out / "redjury.report.jsonl", "input_error")
+    assert (err["line"], err["field"]) == (2, "id") and "duplicate id" in err["reason"]
+    (attempt,) = rows_of(out / "redjury.report.jsonl", "attempt")
+    assert attempt["outputs"] == ["first"]

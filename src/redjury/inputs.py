@@ -144,6 +144,9 @@ class InputSet:
     garak_setup: dict[str, GarakSetup] = field(default_factory=dict)
     # Per garak file: hashes of attempt uuids that have a status-2 row.
     _final_rows: dict[str, set[int]] = field(default_factory=dict)
+    # (file, line) of every attempt whose id repeats an earlier one; set by check_inputs,
+    # so the judging pass skips them without remembering every id again.
+    duplicate_lines: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def records(self) -> Iterator[InputRecord]:
         for path in self.paths:
@@ -268,6 +271,7 @@ def check_inputs(inputs: InputSet) -> tuple[int, list[LineError], int]:
             key = hash(rec.attempt.id)
             if key in seen:
                 err = LineError(rec.path, rec.line, "id", f"duplicate id {rec.attempt.id!r}")
+                inputs.duplicate_lines[(rec.path, rec.line)] = err.reason
             else:
                 seen.add(key)
                 good += 1

@@ -447,11 +447,14 @@ class Run:
             window.clear()
 
         try:
-            seen: set[int] = set()
+            duplicates = self.inputs.duplicate_lines
             for rec in self.inputs.records():
-                if rec.attempt is None or hash(rec.attempt.id) in seen:
+                duplicate = duplicates.get((rec.path, rec.line)) if duplicates else None
+                if rec.attempt is None or duplicate is not None:
                     input_errors += 1
-                    err = rec.error or LineError(rec.path, rec.line, "id", "duplicate id")
+                    err = rec.error or LineError(
+                        rec.path, rec.line, "id", duplicate or "duplicate id"
+                    )
                     if (err.path, err.line) not in done_errors:
                         report.write(
                             {
@@ -463,9 +466,7 @@ class Run:
                             }
                         )
                     continue
-                key = hash(rec.attempt.id)
-                seen.add(key)
-                if key in done:
+                if done and hash(rec.attempt.id) in done:
                     continue
                 window.append(rec.attempt)
                 if len(window) >= window_size:
