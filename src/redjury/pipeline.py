@@ -10,6 +10,7 @@ import os
 import secrets as pysecrets
 import sys
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +27,11 @@ from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME, JsonlWriter, dumps, read_rows
 from redjury.report.terminal import TerminalPrinter
 
-# Attempts scored together: judges of a whole window are in flight at once.
+# Rows written between flushes (a kill loses at most these; they are redone on resume).
 WINDOW_SYNC = 512
 WINDOW_ASYNC = 256
+# Attempts being judged at once (their requests still queue behind the engine's limits).
+MAX_PENDING = 512
 # Attempt fields copied into the report row when present.
 _ROW_FIELDS = (
     "goal",
@@ -146,6 +149,14 @@ class _AttemptScorer:
         self.markers = markers
         self.always = always
         self.redact = redact
+
+    async def score_one(self, attempt: Attempt) -> dict[str, Any]:
+        """Score one attempt, awaiting the async detectors (judges) together."""
+        results = await asyncio.gather(*(d.adetect(attempt) for d in self.async_))
+        findings: dict[str, list[Finding]] = {d.name: d.detect(attempt) for d in self.sync}
+        for det, found in zip(self.async_, results, strict=True):
+            findings[det.name] = found
+        return self.row(attempt, findings)
 
     async def score_window(self, attempts: list[Attempt]) -> list[dict[str, Any]]:
         async_results: list[list[Finding]] = []
@@ -433,18 +444,37 @@ class Run:
         scored = 0
         input_errors = 0
 
-        async def flush_window() -> None:
-            nonlocal scored
-            rows = await scorer.score_window(window)
-            for row in rows:
-                report.write(row)
-                self.tally.add(row, on_hit)
-                digest.add_attempt(row)
+        unflushed = 0
+
+        def emit(row: dict[str, Any]) -> None:
+            nonlocal scored, unflushed
+            report.write(row)
+            self.tally.add(row, on_hit)
+            digest.add_attempt(row)
+            scored += 1
+            unflushed += 1
+            if unflushed >= window_size:
+                flush()
+
+        def flush() -> None:
+            nonlocal unflushed
             report.flush()
             hitlog.flush()
-            scored += len(window)
-            progress.advance(len(window))
+            progress.advance(unflushed)
+            unflushed = 0
+
+        async def flush_window() -> None:
+            for row in await scorer.score_window(window):
+                emit(row)
             window.clear()
+
+        # With judges, attempts are scored as a sliding window: new attempts start as soon as
+        # the oldest finishes, so the judges never wait for a whole window to drain; rows are
+        # still written in input order, so a killed run leaves a clean prefix to resume from.
+        pending: deque[asyncio.Future[dict[str, Any]]] = deque()
+
+        async def take_oldest() -> None:
+            emit(await pending.popleft())
 
         try:
             duplicates = self.inputs.duplicate_lines
@@ -468,12 +498,22 @@ class Run:
                     continue
                 if done and hash(rec.attempt.id) in done:
                     continue
+                if scorer.async_:
+                    pending.append(asyncio.ensure_future(scorer.score_one(rec.attempt)))
+                    while pending and (len(pending) >= MAX_PENDING or pending[0].done()):
+                        await take_oldest()
+                    continue
                 window.append(rec.attempt)
                 if len(window) >= window_size:
                     await flush_window()
+            while pending:
+                await take_oldest()
             if window:
                 await flush_window()
+            flush()
         finally:
+            for task in pending:
+                task.cancel()
             progress.close()
             hitlog.close()
 

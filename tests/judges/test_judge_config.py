@@ -51,7 +51,7 @@ def test_seed_examples_load_unchanged(text):
     assert spec.judges[0].connection.type is ConnectionType.OLLAMA
     assert spec.aggregation == "majority" and spec.threshold == 7.0
     assert spec.require_all_judges is False
-    assert spec.max_concurrency == 64 and spec.per_endpoint_concurrency == 16
+    assert spec.max_concurrency == 64 and spec.per_endpoint_concurrency == 32
     assert spec.judges[0].connection.timeout == 120.0
     assert spec.judges[0].generation.temperature == 0.0
 

@@ -173,7 +173,7 @@ class EvaluationSpec(_Strict):
         64, ge=1, description="Judge requests in flight at once, all endpoints together."
     )
     per_endpoint_concurrency: int = Field(
-        16, ge=1, description="Judge requests in flight at once per endpoint."
+        32, ge=1, description="Judge requests in flight at once per endpoint."
     )
     max_retries: int = Field(4, ge=0, description="Retries on connection errors, 429 and 5xx.")
     retry_base_delay: float = Field(
