@@ -112,11 +112,12 @@ def cmd_detectors(args: argparse.Namespace) -> dict:
     out: dict = {"replies": replies, "bytes": total_bytes}
     for name in args.detectors.split(","):
         det = get_detector_class(name)()
+        # Only detection is timed; hits are counted afterwards, the same on both sides.
         t0 = time.perf_counter()
-        hits = 0
-        for a in attempts:
-            hits += sum(1 for f in det.detect(a) if f.score is not None and f.score >= 0.5)
-        out[name] = {"seconds": time.perf_counter() - t0, "hits": hits}
+        results = [det.detect(a) for a in attempts]
+        seconds = time.perf_counter() - t0
+        hits = sum(1 for fs in results for f in fs if f.score is not None and f.score >= 0.5)
+        out[name] = {"seconds": seconds, "hits": hits}
     return out
 
 

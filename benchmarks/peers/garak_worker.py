@@ -127,11 +127,11 @@ def cmd_detectors(args: argparse.Namespace) -> dict:
     out: dict = {"replies": replies, "bytes": total_bytes}
     for name in args.detectors.split(","):
         det = _plugins.load_plugin(f"detectors.{name}")
+        # Only detection is timed; hits are counted afterwards, the same on both sides.
         t0 = time.perf_counter()
-        hits = 0
-        for a in attempts:
-            hits += sum(1 for s in det.detect(a) if s is not None and s >= 0.5)
+        results = [det.detect(a) for a in attempts]
         seconds = time.perf_counter() - t0
+        hits = sum(1 for scores in results for s in scores if s is not None and s >= 0.5)
         out[name] = {"seconds": seconds, "hits": hits}
     return out
 
