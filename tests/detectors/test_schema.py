@@ -141,3 +141,13 @@ def test_schema_is_the_config_key() -> None:
     params = SchemaConformanceDetector.Params.model_validate({"schema": "order"})
     assert params.schema_ == "order"
     assert SchemaConformanceDetector.quality and not SchemaConformanceDetector.default_enabled
+
+
+def test_bare_name_is_found_under_a_schemas_folder(tmp_path):
+    from redjury.detectors.schema import resolve_schema_path
+
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "reply.json").write_text("{}")
+    assert resolve_schema_path("reply", str(tmp_path)) == tmp_path / "schemas" / "reply.json"
+    (tmp_path / "reply.json").write_text("{}")
+    assert resolve_schema_path("reply", str(tmp_path)) == tmp_path / "reply.json"

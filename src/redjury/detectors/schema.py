@@ -27,7 +27,7 @@ class SchemaParams(DetectorParams):
         min_length=1,
         description=(
             "JSON Schema file: a path (relative paths resolve against `schema_dir`), or a "
-            "bare name looked up as `<schema_dir>/<name>.json`."
+            "bare name looked up as `<schema_dir>/<name>.json`, then `<schema_dir>/schemas/<name>.json`."
         ),
     )
     schema_dir: str | None = Field(
@@ -41,12 +41,18 @@ class SchemaParams(DetectorParams):
 
 
 def resolve_schema_path(schema: str, schema_dir: str | None) -> Path:
-    """Where the schema file is: a bare name (no suffix, no directory) gets `.json`."""
+    """Where the schema file is: a bare name (no suffix, no directory) gets `.json` and is
+    looked up as `<schema_dir>/<name>.json`, then `<schema_dir>/schemas/<name>.json` (the
+    seed's `resources/schemas/<name>.json` layout)."""
     path = Path(schema).expanduser()
-    if path.suffix == "" and len(path.parts) == 1:
+    bare = path.suffix == "" and len(path.parts) == 1
+    if bare:
         path = path.with_name(path.name + ".json")
     if not path.is_absolute() and schema_dir is not None:
-        path = Path(schema_dir).expanduser() / path
+        base = Path(schema_dir).expanduser()
+        if bare and not (base / path).exists() and (base / "schemas" / path).exists():
+            return base / "schemas" / path
+        path = base / path
     return path
 
 
