@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.metadata import entry_points
 from typing import TypeVar
 
 from redjury.detectors.base import Detector
+from redjury.plugins import Registry
 
 ENTRY_POINT_GROUP = "redjury.detectors"
 # Modules whose import registers the built-in detectors.
@@ -24,48 +23,21 @@ BUILTIN_MODULES = (
     "redjury.judges.agentic",
 )
 
-_REGISTRY: dict[str, type[Detector]] = {}
-_loaded = False
-
+_DETECTORS: Registry[type[Detector]] = Registry(
+    "detector", Detector, BUILTIN_MODULES, ENTRY_POINT_GROUP
+)
 D = TypeVar("D", bound=type[Detector])
 
 
 def register_detector(cls: D) -> D:
     """Class decorator: make a detector available by its `name`."""
-    existing = _REGISTRY.get(cls.name)
-    if existing is not None and existing is not cls:
-        raise ValueError(f"detector name {cls.name!r} is already registered by {existing!r}")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILTIN_MODULES:
-        try:
-            import_module(module)
-        except ModuleNotFoundError as exc:
-            # A built-in module not written yet must not break the others.
-            if exc.name != module:
-                raise
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        obj = ep.load()
-        if isinstance(obj, type) and issubclass(obj, Detector):
-            register_detector(obj)
+    return _DETECTORS.register(cls)
 
 
 def detector_classes() -> dict[str, type[Detector]]:
     """Every registered detector class by name, sorted."""
-    _load()
-    return dict(sorted(_REGISTRY.items()))
+    return _DETECTORS.classes()
 
 
 def get_detector_class(name: str) -> type[Detector]:
-    classes = detector_classes()
-    try:
-        return classes[name]
-    except KeyError:
-        raise KeyError(f"unknown detector {name!r}; known: {', '.join(classes)}") from None
+    return _DETECTORS.get(name)

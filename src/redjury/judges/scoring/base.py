@@ -10,8 +10,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import import_module
-from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
 from typing import ClassVar, Literal, TypeVar
@@ -19,6 +17,7 @@ from typing import ClassVar, Literal, TypeVar
 from orjson import loads as _json_loads
 
 from redjury.attempts import Attempt
+from redjury.plugins import Registry
 
 ENTRY_POINT_GROUP = "redjury.scoring_types"
 BUILTIN_MODULES = (
@@ -267,42 +266,21 @@ class ScaleScoringType(ScoringType):
 
 
 # -- registry ----------------------------------------------------------------------------
-_REGISTRY: dict[str, type[ScoringType]] = {}
-_loaded = False
+_SCORING_TYPES: Registry[type[ScoringType]] = Registry(
+    "scoring type", ScoringType, BUILTIN_MODULES, ENTRY_POINT_GROUP
+)
 S = TypeVar("S", bound=type[ScoringType])
 
 
 def register_scoring_type(cls: S) -> S:
     """Class decorator: make a scoring type available by its `name`."""
-    existing = _REGISTRY.get(cls.name)
-    if existing is not None and existing is not cls:
-        raise ValueError(f"scoring type {cls.name!r} is already registered by {existing!r}")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILTIN_MODULES:
-        import_module(module)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        obj = ep.load()
-        if isinstance(obj, type) and issubclass(obj, ScoringType):
-            register_scoring_type(obj)
+    return _SCORING_TYPES.register(cls)
 
 
 def scoring_types() -> dict[str, type[ScoringType]]:
     """Every registered scoring type by name, sorted."""
-    _load()
-    return dict(sorted(_REGISTRY.items()))
+    return _SCORING_TYPES.classes()
 
 
 def get_scoring_type(name: str) -> type[ScoringType]:
-    types = scoring_types()
-    try:
-        return types[name]
-    except KeyError:
-        raise KeyError(f"unknown scoring type {name!r}; known: {', '.join(types)}") from None
+    return _SCORING_TYPES.get(name)
