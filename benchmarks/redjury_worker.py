@@ -4,6 +4,7 @@ invocation, the result as one JSON line on stdout."""
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import json
 import os
@@ -42,7 +43,7 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
     """Case 1: evaluate already-parsed attempts, compute the CI, write eval rows and hitlog."""
     from redjury.attempts import Attempt
     from redjury.config import ReportingSpec
-    from redjury.evaluators import RunTally, ThresholdEvaluator, hitlog_row
+    from redjury.evaluators import HitlogBuilder, RunTally, ThresholdEvaluator
     from redjury.pipeline import _AttemptScorer
     from redjury.redaction import Redactor
     from redjury.report.jsonl import JsonlWriter
@@ -74,8 +75,10 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
         report = JsonlWriter(Path(tmp) / "report.jsonl", "w", flush_every=0)
         hitlog = JsonlWriter(Path(tmp) / "hitlog.jsonl", "w", flush_every=0)
 
+        build_hit = HitlogBuilder(GENERATOR, data.GENERATIONS)  # as the pipeline does
+
         def on_hit(row: dict, detector: str, idx: int, score: float) -> None:
-            hitlog.write(hitlog_row(row, detector, idx, score, GENERATOR, data.GENERATIONS))
+            hitlog.write(build_hit(row, detector, idx, score))
 
         for attempt in attempts:
             tally.add(scorer.row(attempt, {}), on_hit)
@@ -118,6 +121,10 @@ def cmd_detectors(args: argparse.Namespace) -> dict:
         seconds = time.perf_counter() - t0
         hits = sum(1 for fs in results for f in fs if f.score is not None and f.score >= 0.5)
         out[name] = {"seconds": seconds, "hits": hits}
+        # Each detector starts from the same heap: the last one's results are not left for
+        # the garbage collector to walk while the next one is timed (both sides do this).
+        del results
+        gc.collect()
     return out
 
 

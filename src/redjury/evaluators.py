@@ -126,7 +126,7 @@ class RunTally:
         if pt is None:
             pt = self.probes[probe] = ProbeTally()
         pt.outputs += len(outputs)
-        pt.null_outputs += sum(1 for o in outputs if o is None)
+        pt.null_outputs += outputs.count(None)
         intent = row.get("intent")
         if intent is not None:
             self.any_intent = True

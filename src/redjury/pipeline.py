@@ -181,18 +181,17 @@ class _AttemptScorer:
             "probe": attempt.probe,
         }
         # Read the fields directly: a pydantic dump per attempt costs more than all of this.
+        fields = attempt.__dict__
         for key in _ROW_FIELDS:
-            value = getattr(attempt, key)
+            value = fields[key]
             if value is None or value == {}:
                 continue
+            # Lists and dicts are shared, not copied: nothing mutates a row's values
+            # (redaction builds new ones).
             if key == "messages":
                 value = [{"role": t.role, "content": t.content} for t in value]
             elif key == "usage":
                 value = value.model_dump(exclude_none=True)
-            elif key in ("outputs", "context"):
-                value = list(value)
-            elif key == "notes":
-                value = dict(value)
             row[key] = value
         results: dict[str, list[float | None]] = dict(attempt.detector_results)
         verdicts: dict[str, list[str]] = {}
@@ -230,11 +229,14 @@ class _AttemptScorer:
             row["details"] = details
         # Only the recorded text can hold a secret: detector evidence is masked at source.
         if self.redact:
-            # Canaries planted for this attempt are markers too, found or not.
-            found.extend(attempt.triggers)
-        redactor = self.markers.with_values(found) if self.redact else self.always
-        if self.redact and self.always:
-            redactor = redactor.with_values(self.always.values)
+            if attempt.notes.get("triggers"):
+                # Canaries planted for this attempt are markers too, found or not.
+                found.extend(attempt.triggers)
+            redactor = self.markers.with_values(found) if found else self.markers
+            if self.always:
+                redactor = redactor.with_values(self.always.values)
+        else:
+            redactor = self.always
         if redactor:
             for key in _TEXT_FIELDS:
                 if key in row:

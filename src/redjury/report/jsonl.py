@@ -56,7 +56,11 @@ class JsonlWriter:
         self._flush_every = flush_every
 
     def write(self, row: dict[str, Any]) -> None:
-        self._fh.write(dumps_line(row))
+        try:
+            line = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:
+            line = dumps_line(row)
+        self._fh.write(line)
         if self._flush_every:
             self._pending += 1
             if self._pending >= self._flush_every:
