@@ -160,7 +160,7 @@ class InputSet:
         name = str(path)
         with path.open("rb") as fh:
             for lineno, raw in enumerate(fh, 1):
-                if not raw.strip():
+                if not raw or raw.isspace():
                     continue
                 try:
                     data = orjson.loads(raw)
@@ -221,7 +221,7 @@ class InputSet:
         final = self._final_rows[name]
         with path.open("rb") as fh:
             for lineno, raw in enumerate(fh, 1):
-                if not raw.strip():
+                if not raw or raw.isspace():
                     continue
                 head = _GARAK_ATTEMPT_HEAD.match(raw)
                 if head is not None:
