@@ -64,7 +64,7 @@ class RawFileServer:
                 self.wfile.write(body)
 
             def log_message(self, *args: object) -> None:
-                pass
+                """No access log on the test output."""
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -102,7 +102,7 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     if r.status == 200:
                         break
             except OSError:
-                pass
+                pass  # not listening yet: poll again until the deadline
             if time.monotonic() > deadline:
                 pytest.fail(f"llama.cpp server not ready in 90 s:\n{log.read_text()[-2000:]}")
             time.sleep(0.3)
