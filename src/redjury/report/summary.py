@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,8 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
     from rich.text import Text
 
     data = load_report(out_dir, hit_limit=0)
-    console = Console()
+    # Piped or captured output keeps whole names instead of an 80-column cut.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     styles = {"FAIL": "bold red", "PASS": "bold green", "SKIP": "bold yellow"}
     for title, head, rows in summary_tables(data):
         table = RichTable(*head, title=title, title_justify="left")
