@@ -72,22 +72,8 @@ class OllamaGenerateProvider(OllamaProvider):
         payload["prompt"] = raw_prompt(messages)
         return dumps_json(payload)
 
-    def read(self, content: bytes) -> Answer:
-        try:
-            data = _loads(content)
-            top = None
-            if self.logprobs:
-                lp = data.get("logprobs") or []
-                if lp:
-                    top = {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
-            return Answer(
-                str(data["response"] or ""),
-                int(data.get("prompt_eval_count") or 0),
-                int(data.get("eval_count") or 0),
-                top,
-            )
-        except Exception as exc:
-            raise MalformedResponse(f"malformed response: {type(exc).__name__}") from exc
+    def _text(self, data: Any) -> Any:
+        return data["response"]
 
 
 COMPLETIONS_PROVIDERS: dict[ConnectionType, type[Provider]] = {

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,65 +13,42 @@ from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding
 from redjury.detectors.registry import register_detector
 from redjury.judges.aggregation import aggregate_votes
-from redjury.judges.cache import CachedJudgement, JudgeCache, default_cache_path
+from redjury.judges.asking import AskingJudge, JudgeResult, digest, fingerprint_fields
+from redjury.judges.cache import JudgeCache, default_cache_path
 from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
-from redjury.judges.engine import JudgeCallError, JudgeEngine, Route
-from redjury.judges.providers import Answer, MalformedResponse, Provider, dumps_json, provider_for
-from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
+from redjury.judges.engine import JudgeEngine
+from redjury.judges.providers import provider_for
+from redjury.judges.scoring import MissingInput, get_scoring_type
 
 
 class PanelWarning(UserWarning):
     """A panel setting that makes verdicts misleading or not reproducible."""
 
 
-def _digest(obj: Any) -> str:
-    return hashlib.sha256(dumps_json(obj, sort_keys=True)).hexdigest()[:16]
-
-
-class Judge:
+class Judge(AskingJudge):
     """One configured judge: unique id, scoring type, provider, route and fingerprint."""
 
     def __init__(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> None:
-        self.id = judge_id
-        self.spec = spec
         s = spec.scoring
-        self.scoring: ScoringType = get_scoring_type(s.type)(s.system_prompt, s.template)
-        self.logprobs = s.logprobs
-        self.provider: Provider = (
+        scoring = get_scoring_type(s.type)(s.system_prompt, s.template)
+        provider = (
             completions_provider_for(spec, logprobs=s.logprobs)
             if s.completions
             else provider_for(spec, logprobs=s.logprobs)
         )
-        c = spec.connection
-        self.route: Route = engine.route(
-            self.provider.base_url, self.provider.path, self.provider.headers, c.timeout
+        fields = fingerprint_fields(
+            spec, scoring, scoring_name=s.type, system_prompt=s.system_prompt
         )
+        fields["logprobs"] = s.logprobs
+        super().__init__(judge_id, spec, scoring, provider, engine, fields, logprobs=s.logprobs)
         self.models_route = engine.route(
-            self.provider.base_url,
-            self.provider.models_path,
-            self.provider.headers,
-            min(c.timeout, 10.0),
+            provider.base_url,
+            provider.models_path,
+            provider.headers,
+            min(spec.connection.timeout, 10.0),
             method="GET",
         )
-        # Everything that decides a verdict, and nothing that does not (the URL, the timeout).
-        self.fingerprint_fields: dict[str, Any] = {
-            "model": spec.name,
-            "connection": c.type.value,
-            "scoring": s.type,
-            "template": self.scoring.version,
-            "template_sha256": self.scoring.template.sha256,
-            "parser": f"{self.scoring.name}/{self.scoring.parser_version}",
-            "system_prompt": s.system_prompt,
-            "generation": spec.generation.model_dump(exclude_none=True),
-            "options": spec.options,
-            "logprobs": s.logprobs,
-        }
-        self.fingerprint = _digest(self.fingerprint_fields)
-        self._key_prefix = self.fingerprint.encode() + b"\0"
-
-    def cache_key(self, body: bytes) -> bytes:
-        return hashlib.blake2b(self._key_prefix + body, digest_size=16).digest()
 
 
 def judge_ids(specs: Iterable[JudgeSpec]) -> list[str]:
@@ -88,34 +63,21 @@ def judge_ids(specs: Iterable[JudgeSpec]) -> list[str]:
     return ids
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Vote:
-    """One judge's vote on one output; `score` None means it abstained for `reason`."""
+    """One judge's vote on one output; a `score` of None means it abstained."""
 
     judge: str
-    score: float | None
-    label: str | None = None
-    raw: str | None = None
-    reason: str | None = None
-    latency_ms: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached: bool = False
-    reasked: bool = False
+    result: JudgeResult
+
+    @property
+    def score(self) -> float | None:
+        return self.result.score
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "judge": self.judge,
-            "raw": self.raw,
-            "vote": self.label,
-            "score": self.score,
-            "abstain_reason": self.reason,
-            "latency_ms": round(self.latency_ms, 3),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached": self.cached,
-            "reasked": self.reasked,
-        }
+        r = self.result.to_json()
+        # The judge first, then the order reports have always had; the rest as JudgeResult's.
+        return {"judge": self.judge, "raw": r["raw"], "vote": r["vote"], "score": r["score"], **r}
 
 
 _COUNTERS = (
@@ -170,7 +132,7 @@ class JudgePanelDetector(Detector):
         if len(set(ids)) != len(ids):
             raise ValueError(f"judge ids are not unique: {ids}")
         self.judges = [Judge(i, j, self.engine) for i, j in zip(ids, self.spec.judges, strict=True)]
-        self.fingerprint = _digest(
+        self.fingerprint = digest(
             {
                 "judges": [j.fingerprint for j in self.judges],
                 "aggregation": self.spec.aggregation,
@@ -224,6 +186,7 @@ class JudgePanelDetector(Detector):
         e = self.engine.stats
         out["requests"] = e.requests
         out["retries"] = e.retries
+        out["reasks"] = sum(j.reasks for j in self.judges)
         out["in_flight"] = e.in_flight
         out["max_in_flight"] = e.max_in_flight
         return out
@@ -294,10 +257,10 @@ class JudgePanelDetector(Detector):
         )
         details: dict[str, Any] = {
             "votes": {v.judge: v.score for v in votes},
-            "abstained": {v.judge: v.reason for v in votes if v.score is None},
+            "abstained": {v.judge: v.result.reason for v in votes if v.score is None},
             "abstention_rate": round(outcome.abstention_rate, 6),
             "flippable": outcome.flippable,
-            "cached": sum(v.cached for v in votes),
+            "cached": sum(v.result.cached for v in votes),
             "judges": [v.to_json() for v in votes],
         }
         if outcome.success is None:
@@ -319,7 +282,7 @@ class JudgePanelDetector(Detector):
             messages = judge.scoring.render(attempt, output)
         except MissingInput as exc:
             counts["abstentions"] += 1
-            return Vote(judge.id, None, reason=str(exc))
+            return Vote(judge.id, JudgeResult(None, reason=str(exc)))
         body = judge.provider.body(messages)
         key = judge.cache_key(body)
         cache = self.cache
@@ -329,17 +292,7 @@ class JudgePanelDetector(Detector):
                 counts["cached"] += 1
                 counts["cached_prompt_tokens"] += hit.prompt_tokens
                 counts["cached_completion_tokens"] += hit.completion_tokens
-                return Vote(
-                    judge.id,
-                    hit.score,
-                    hit.label,
-                    hit.raw,
-                    None,
-                    0.0,
-                    hit.prompt_tokens,
-                    hit.completion_tokens,
-                    True,
-                )
+                return Vote(judge.id, JudgeResult.from_cache(hit))
         # The same question already on the wire (duplicate outputs): wait for that answer.
         twin = self._inflight.get(key)
         if twin is not None:
@@ -347,22 +300,11 @@ class JudgePanelDetector(Detector):
             vote = await asyncio.shield(twin)
             if vote.score is None:
                 counts["abstentions"] += 1
-            return Vote(
-                vote.judge,
-                vote.score,
-                vote.label,
-                vote.raw,
-                vote.reason,
-                0.0,
-                vote.prompt_tokens,
-                vote.completion_tokens,
-                True,
-                vote.reasked,
-            )
+            return Vote(vote.judge, replace(vote.result, latency_ms=0.0, cached=True))
         future: asyncio.Future[Vote] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            vote = await self._ask(judge, messages, body)
+            vote = Vote(judge.id, await judge.ask(messages, body))
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # a twin may not exist; do not log "never retrieved"
@@ -370,70 +312,10 @@ class JudgePanelDetector(Detector):
         finally:
             del self._inflight[key]
         future.set_result(vote)
-        counts["prompt_tokens"] += vote.prompt_tokens
-        counts["completion_tokens"] += vote.completion_tokens
+        counts["prompt_tokens"] += vote.result.prompt_tokens
+        counts["completion_tokens"] += vote.result.completion_tokens
         if vote.score is None:
             counts["abstentions"] += 1
         elif cache is not None:
-            cache.put(
-                key,
-                judge.id,
-                CachedJudgement(
-                    vote.raw or "",
-                    vote.score,
-                    vote.label,
-                    vote.prompt_tokens,
-                    vote.completion_tokens,
-                ),
-            )
+            cache.put(key, judge.id, vote.result.to_cache())
         return vote
-
-    async def _ask(self, judge: Judge, messages: list[dict[str, str]], body: bytes) -> Vote:
-        """Ask, re-ask once if the answer is unreadable, and abstain if it still is."""
-        t0 = time.perf_counter()
-        vote = Vote(judge.id, None)
-        try:
-            answer = await self._request(judge, body)
-        except JudgeCallError as exc:
-            vote.reason = str(exc)
-            vote.latency_ms = (time.perf_counter() - t0) * 1000
-            return vote
-        vote.raw = answer.text
-        vote.prompt_tokens, vote.completion_tokens = answer.prompt_tokens, answer.completion_tokens
-        if judge.logprobs:
-            # The first token's distribution is the answer; asking again would not change it.
-            if answer.top_logprobs is None:
-                vote.reason = "no logprobs returned"
-            else:
-                parsed = judge.scoring.parse_logprobs(answer.top_logprobs)
-                vote.score, vote.label, vote.reason = parsed.score, parsed.label, parsed.reason
-            vote.latency_ms = (time.perf_counter() - t0) * 1000
-            return vote
-        parsed = judge.scoring.parse(answer.text)
-        # A readable answer that decides nothing (a label, no score: INCONCLUSIVE) is no re-ask.
-        if parsed.score is None and parsed.label is None:
-            self._counts["reasks"] += 1
-            vote.reasked = True
-            again = judge.provider.body(judge.scoring.reask(messages, answer.text))
-            try:
-                answer = await self._request(judge, again)
-            except JudgeCallError as exc:
-                vote.reason = f"unreadable answer ({parsed.reason}), re-ask failed: {exc}"
-                vote.latency_ms = (time.perf_counter() - t0) * 1000
-                return vote
-            vote.raw = answer.text
-            vote.prompt_tokens += answer.prompt_tokens
-            vote.completion_tokens += answer.completion_tokens
-            parsed = judge.scoring.parse(answer.text)
-            if parsed.score is None and parsed.label is None:
-                parsed = type(parsed)(None, reason=f"unreadable after re-ask: {parsed.reason}")
-        vote.score, vote.label, vote.reason = parsed.score, parsed.label, parsed.reason
-        vote.latency_ms = (time.perf_counter() - t0) * 1000
-        return vote
-
-    async def _request(self, judge: Judge, body: bytes) -> Answer:
-        content = await self.engine.post(judge.route, body)
-        try:
-            return judge.provider.read(content)
-        except MalformedResponse as exc:
-            raise JudgeCallError(str(exc)) from exc

@@ -185,10 +185,13 @@ class OllamaProvider(Provider):
         url = self.spec.connection.base_url
         return url.rstrip("/") if url else ollama_host()
 
+    def _text(self, data: Any) -> Any:
+        return data["message"]["content"]
+
     def read(self, content: bytes) -> Answer:
         try:
             data = _loads(content)
-            text = data["message"]["content"] or ""
+            text = self._text(data) or ""
             top = None
             if self.logprobs:
                 lp = data.get("logprobs") or []

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from redjury.attempts import Attempt
-from redjury.judges.cache import CachedJudgement, JudgeCache, default_cache_path
+from redjury.judges.asking import AskingJudge, JudgeResult, fingerprint_fields
+from redjury.judges.cache import JudgeCache, default_cache_path
 from redjury.judges.config import JudgeSpec
-from redjury.judges.engine import JudgeCallError, JudgeEngine
-from redjury.judges.providers import Answer, MalformedResponse, dumps_json, provider_for
+from redjury.judges.engine import JudgeEngine
+from redjury.judges.providers import provider_for
 from redjury.judges.scoring import MissingInput, ScoringType
 
 # One engine for every quality judge, so their requests share the global in-flight limit.
@@ -38,34 +36,6 @@ def shared_cache(path: Path | None) -> JudgeCache:
     return cache
 
 
-@dataclass(frozen=True, slots=True)
-class JudgeResult:
-    """One judgement: `score` on 0–10, or None with `reason` (the judge abstained)."""
-
-    score: float | None
-    label: str | None = None
-    raw: str | None = None
-    reason: str | None = None
-    latency_ms: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached: bool = False
-    reasked: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "score": self.score,
-            "vote": self.label,
-            "raw": self.raw,
-            "abstain_reason": self.reason,
-            "latency_ms": round(self.latency_ms, 3),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached": self.cached,
-            "reasked": self.reasked,
-        }
-
-
 @dataclass
 class _Shared:
     future: asyncio.Future[JudgeResult]
@@ -79,7 +49,7 @@ _SHARERS: dict[str, int] = {}
 _SHARED: dict[bytes, _Shared] = {}
 
 
-class QualityJudge:
+class QualityJudge(AskingJudge):
     """A judge model bound to one scoring type; `judge` gives one output's JudgeResult."""
 
     def __init__(
@@ -92,42 +62,24 @@ class QualityJudge:
         share: bool = False,
         engine: JudgeEngine | None = None,
     ) -> None:
-        self.spec = spec
-        self.scoring = scoring
-        self.engine = engine if engine is not None else shared_engine()
-        self.provider = provider_for(spec)
-        self.route = self.engine.route(
-            self.provider.base_url,
-            self.provider.path,
-            self.provider.headers,
-            spec.connection.timeout,
+        engine = engine if engine is not None else shared_engine()
+        super().__init__(
+            spec.id or f"{scoring.name}:{spec.name}",
+            spec,
+            scoring,
+            provider_for(spec),
+            engine,
+            fingerprint_fields(
+                spec, scoring, scoring_name=scoring.name, system_prompt=scoring.system_prompt
+            ),
         )
-        self.fingerprint_fields: dict[str, Any] = {
-            "model": spec.name,
-            "connection": spec.connection.type.value,
-            "scoring": scoring.name,
-            "template": scoring.version,
-            "template_sha256": scoring.template.sha256,
-            "parser": f"{scoring.name}/{scoring.parser_version}",
-            "system_prompt": scoring.system_prompt,
-            "generation": spec.generation.model_dump(exclude_none=True),
-            "options": spec.options,
-        }
-        self.fingerprint = hashlib.sha256(
-            dumps_json(self.fingerprint_fields, sort_keys=True)
-        ).hexdigest()[:16]
-        self.id = spec.id or f"{scoring.name}:{spec.name}"
         self.cache = shared_cache(cache_path) if use_cache else None
         self._shared = share
         if share:
             _SHARERS[self.fingerprint] = _SHARERS.get(self.fingerprint, 0) + 1
-        self.requests = 0
 
     def secrets(self) -> list[str]:
         return list(self.provider.secrets)
-
-    def _key(self, body: bytes) -> bytes:
-        return hashlib.blake2b(self.fingerprint.encode() + b"\0" + body, digest_size=16).digest()
 
     async def judge(self, attempt: Attempt, output: str) -> JudgeResult:
         try:
@@ -135,7 +87,7 @@ class QualityJudge:
         except MissingInput as exc:
             return JudgeResult(None, reason=str(exc))
         body = self.provider.body(messages)
-        key = self._key(body)
+        key = self.cache_key(body)
         sharers = _SHARERS.get(self.fingerprint, 0) if self._shared else 0
         # The memo before the cache: an entry owed to this sharer must be consumed either way.
         entry = _SHARED.get(key) if sharers >= 2 else None
@@ -148,14 +100,7 @@ class QualityJudge:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                return JudgeResult(
-                    hit.score,
-                    hit.label,
-                    hit.raw,
-                    prompt_tokens=hit.prompt_tokens,
-                    completion_tokens=hit.completion_tokens,
-                    cached=True,
-                )
+                return JudgeResult.from_cache(hit)
         if sharers < 2:
             return await self._judge(messages, body, key)
         future: asyncio.Future[JudgeResult] = asyncio.get_running_loop().create_future()
@@ -171,61 +116,10 @@ class QualityJudge:
         return result
 
     async def _judge(self, messages: list[dict[str, str]], body: bytes, key: bytes) -> JudgeResult:
-        result = await self._ask(messages, body)
+        result = await self.ask(messages, body)
         if result.score is not None and self.cache is not None:
-            self.cache.put(
-                key,
-                self.id,
-                CachedJudgement(
-                    result.raw or "",
-                    result.score,
-                    result.label,
-                    result.prompt_tokens,
-                    result.completion_tokens,
-                ),
-            )
+            self.cache.put(key, self.id, result.to_cache())
         return result
-
-    async def _ask(self, messages: list[dict[str, str]], body: bytes) -> JudgeResult:
-        """Ask; re-ask once when the answer is unreadable; abstain when it still is."""
-        t0 = time.perf_counter()
-
-        def elapsed() -> float:
-            return (time.perf_counter() - t0) * 1000
-
-        try:
-            answer = await self._request(body)
-        except JudgeCallError as exc:
-            return JudgeResult(None, reason=str(exc), latency_ms=elapsed())
-        parsed = self.scoring.parse(answer.text)
-        tokens = (answer.prompt_tokens, answer.completion_tokens)
-        # A readable answer that decides nothing (label set, no score) is final: no re-ask.
-        if parsed.score is not None or parsed.label is not None:
-            return JudgeResult(
-                parsed.score, parsed.label, answer.text, parsed.reason, elapsed(), *tokens
-            )
-        again = self.provider.body(self.scoring.reask(messages, answer.text))
-        try:
-            second = await self._request(again)
-        except JudgeCallError as exc:
-            failed = f"unreadable answer ({parsed.reason}), re-ask failed: {exc}"
-            return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens, reasked=True)
-        tokens = (tokens[0] + second.prompt_tokens, tokens[1] + second.completion_tokens)
-        parsed = self.scoring.parse(second.text)
-        reason = parsed.reason
-        if parsed.score is None and parsed.label is None:
-            reason = f"unreadable after re-ask: {parsed.reason}"
-        return JudgeResult(
-            parsed.score, parsed.label, second.text, reason, elapsed(), *tokens, reasked=True
-        )
-
-    async def _request(self, body: bytes) -> Answer:
-        self.requests += 1
-        content = await self.engine.post(self.route, body)
-        try:
-            return self.provider.read(content)
-        except MalformedResponse as exc:
-            raise JudgeCallError(str(exc)) from exc
 
     async def aclose(self) -> None:
         # Connections of an event loop that is already closed cannot be closed: nothing to do.

@@ -1,0 +1,163 @@
+"""Asking one judge model about one output, as the panel's judges and the quality judges both do:
+through the engine, re-asking once when the answer is unreadable, abstaining on any failure."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from redjury.judges.cache import CachedJudgement
+from redjury.judges.config import JudgeSpec
+from redjury.judges.engine import JudgeCallError, JudgeEngine, Route
+from redjury.judges.providers import Answer, MalformedResponse, Provider, dumps_json
+from redjury.judges.scoring import ScoringType
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(dumps_json(obj, sort_keys=True)).hexdigest()[:16]
+
+
+def fingerprint_fields(
+    spec: JudgeSpec, scoring: ScoringType, *, scoring_name: str, system_prompt: str | None
+) -> dict[str, Any]:
+    """Everything that decides a verdict, and nothing that does not (the URL, the timeout)."""
+    return {
+        "model": spec.name,
+        "connection": spec.connection.type.value,
+        "scoring": scoring_name,
+        "template": scoring.version,
+        "template_sha256": scoring.template.sha256,
+        "parser": f"{scoring.name}/{scoring.parser_version}",
+        "system_prompt": system_prompt,
+        "generation": spec.generation.model_dump(exclude_none=True),
+        "options": spec.options,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeResult:
+    """One judgement: `score` on 0–10, or None with `reason` (the judge abstained)."""
+
+    score: float | None
+    label: str | None = None
+    raw: str | None = None
+    reason: str | None = None
+    latency_ms: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    reasked: bool = False
+
+    @classmethod
+    def from_cache(cls, hit: CachedJudgement) -> JudgeResult:
+        return cls(
+            hit.score,
+            hit.label,
+            hit.raw,
+            prompt_tokens=hit.prompt_tokens,
+            completion_tokens=hit.completion_tokens,
+            cached=True,
+        )
+
+    def to_cache(self) -> CachedJudgement:
+        assert self.score is not None, "an abstention is never cached"
+        return CachedJudgement(
+            self.raw or "", self.score, self.label, self.prompt_tokens, self.completion_tokens
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "vote": self.label,
+            "raw": self.raw,
+            "abstain_reason": self.reason,
+            "latency_ms": round(self.latency_ms, 3),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached": self.cached,
+            "reasked": self.reasked,
+        }
+
+
+class AskingJudge:
+    """A judge model with its scoring type, provider, route and fingerprint; `ask` judges once."""
+
+    def __init__(
+        self,
+        judge_id: str,
+        spec: JudgeSpec,
+        scoring: ScoringType,
+        provider: Provider,
+        engine: JudgeEngine,
+        fields: dict[str, Any],
+        *,
+        logprobs: bool = False,
+    ) -> None:
+        self.id = judge_id
+        self.spec = spec
+        self.scoring = scoring
+        self.provider = provider
+        self.engine = engine
+        self.logprobs = logprobs
+        self.route: Route = engine.route(
+            provider.base_url, provider.path, provider.headers, spec.connection.timeout
+        )
+        self.fingerprint_fields = fields
+        self.fingerprint = digest(fields)
+        self._key_prefix = self.fingerprint.encode() + b"\0"
+        self.requests = 0
+        self.reasks = 0
+
+    def cache_key(self, body: bytes) -> bytes:
+        return hashlib.blake2b(self._key_prefix + body, digest_size=16).digest()
+
+    async def ask(self, messages: list[dict[str, str]], body: bytes) -> JudgeResult:
+        """Ask; re-ask once when the answer is unreadable; abstain when it still is."""
+        t0 = time.perf_counter()
+
+        def elapsed() -> float:
+            return (time.perf_counter() - t0) * 1000
+
+        try:
+            answer = await self.request(body)
+        except JudgeCallError as exc:
+            return JudgeResult(None, reason=str(exc), latency_ms=elapsed())
+        tokens = (answer.prompt_tokens, answer.completion_tokens)
+        if self.logprobs:
+            # The first token's distribution is the answer; asking again would not change it.
+            if answer.top_logprobs is None:
+                failed = "no logprobs returned"
+                return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens)
+            parsed = self.scoring.parse_logprobs(answer.top_logprobs)
+        else:
+            parsed = self.scoring.parse(answer.text)
+        # A readable answer that decides nothing (label set, no score) is final: no re-ask.
+        if self.logprobs or parsed.score is not None or parsed.label is not None:
+            return JudgeResult(
+                parsed.score, parsed.label, answer.text, parsed.reason, elapsed(), *tokens
+            )
+        self.reasks += 1
+        again = self.provider.body(self.scoring.reask(messages, answer.text))
+        try:
+            second = await self.request(again)
+        except JudgeCallError as exc:
+            failed = f"unreadable answer ({parsed.reason}), re-ask failed: {exc}"
+            return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens, reasked=True)
+        tokens = (tokens[0] + second.prompt_tokens, tokens[1] + second.completion_tokens)
+        parsed = self.scoring.parse(second.text)
+        reason = parsed.reason
+        if parsed.score is None and parsed.label is None:
+            reason = f"unreadable after re-ask: {parsed.reason}"
+        return JudgeResult(
+            parsed.score, parsed.label, second.text, reason, elapsed(), *tokens, reasked=True
+        )
+
+    async def request(self, body: bytes) -> Answer:
+        self.requests += 1
+        content = await self.engine.post(self.route, body)
+        try:
+            return self.provider.read(content)
+        except MalformedResponse as exc:
+            raise JudgeCallError(str(exc)) from exc
