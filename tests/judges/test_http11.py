@@ -106,6 +106,7 @@ def test_retry_after_forms():
 
 async def test_a_very_long_retry_after_abstains_at_once(server, make_panel):
     from judge_specs import judge
+
     from redjury.attempts import Attempt
 
     server.set_script(always(Status(429, retry_after="3600")))
