@@ -8,19 +8,11 @@ from typing import Any
 from redjury.judges.config import ConnectionType, JudgeSpec
 from redjury.judges.providers import (
     TOP_LOGPROBS,
-    Answer,
-    MalformedResponse,
     OllamaProvider,
     OpenAIProvider,
     Provider,
-    _loads,
-    dumps_json,
+    provider_for,
 )
-
-
-def raw_prompt(messages: list[dict[str, str]]) -> str:
-    """The chat turns as one text, in order; the template decides how it ends (e.g. `[/INST]`)."""
-    return "\n\n".join(m["content"] for m in messages if m["content"])
 
 
 class OpenAICompletionsProvider(OpenAIProvider):
@@ -34,29 +26,16 @@ class OpenAICompletionsProvider(OpenAIProvider):
             self._static.pop("top_logprobs", None)
             self._static["logprobs"] = TOP_LOGPROBS
 
-    def body(self, messages: list[dict[str, str]]) -> bytes:
-        payload = dict(self._static)
-        payload["prompt"] = raw_prompt(messages)
-        return dumps_json(payload)
+    raw_prompt = True
 
-    def read(self, content: bytes) -> Answer:
-        try:
-            data = _loads(content)
-            choice = data["choices"][0]
-            usage = data.get("usage") or {}
-            top = None
-            if self.logprobs:
-                firsts: Any = (choice.get("logprobs") or {}).get("top_logprobs") or []
-                if firsts and firsts[0]:
-                    top = {str(t): float(lp) for t, lp in firsts[0].items()}
-            return Answer(
-                str(choice["text"] or ""),
-                int(usage.get("prompt_tokens") or 0),
-                int(usage.get("completion_tokens") or 0),
-                top,
-            )
-        except Exception as exc:
-            raise MalformedResponse(f"malformed response: {type(exc).__name__}") from exc
+    def _text(self, data: Any) -> Any:
+        return data["choices"][0]["text"]
+
+    def _top_logprobs(self, data: Any) -> dict[str, float] | None:
+        firsts: Any = (data["choices"][0].get("logprobs") or {}).get("top_logprobs") or []
+        if not (firsts and firsts[0]):
+            return None
+        return {str(t): float(lp) for t, lp in firsts[0].items()}
 
 
 class OllamaGenerateProvider(OllamaProvider):
@@ -67,10 +46,7 @@ class OllamaGenerateProvider(OllamaProvider):
         self.path = "/api/generate"
         self._static["raw"] = True
 
-    def body(self, messages: list[dict[str, str]]) -> bytes:
-        payload = dict(self._static)
-        payload["prompt"] = raw_prompt(messages)
-        return dumps_json(payload)
+    raw_prompt = True
 
     def _text(self, data: Any) -> Any:
         return data["response"]
@@ -83,10 +59,6 @@ COMPLETIONS_PROVIDERS: dict[ConnectionType, type[Provider]] = {
 
 
 def completions_provider_for(spec: JudgeSpec, *, logprobs: bool = False) -> Provider:
-    cls = COMPLETIONS_PROVIDERS.get(spec.connection.type)
-    if cls is None:
-        raise ValueError(
-            f"judge {spec.name!r}: completions mode is not supported for connection type "
-            f"{spec.connection.type.value}"
-        )
-    return cls(spec, logprobs=logprobs)
+    return provider_for(
+        spec, logprobs=logprobs, table=COMPLETIONS_PROVIDERS, mode="completions mode, "
+    )

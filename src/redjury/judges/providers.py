@@ -76,14 +76,43 @@ class Provider:
             raise ValueError(f"judge {self.spec.name!r}: environment variable {env} is not set")
         return key
 
+    # Completions-endpoint providers send the rendered turns as one raw `prompt`.
+    raw_prompt: bool = False
+
     def body(self, messages: list[dict[str, str]]) -> bytes:
         # Everything but the messages is fixed per judge, so the dict is built once.
         payload = dict(self._static)
-        payload["messages"] = messages
+        if self.raw_prompt:
+            payload["prompt"] = raw_prompt(messages)
+        else:
+            payload["messages"] = messages
         return dumps_json(payload)
 
     def read(self, content: bytes) -> Answer:
+        """The answer text, token counts and (when asked) first-token logprobs of a reply."""
+        try:
+            data = _loads(content)
+            text = self._text(data) or ""
+            prompt_tokens, completion_tokens = self._usage(data)
+            top = self._top_logprobs(data) if self.logprobs else None
+            return Answer(str(text), int(prompt_tokens or 0), int(completion_tokens or 0), top)
+        except Exception as exc:
+            raise MalformedResponse(f"malformed response: {type(exc).__name__}") from exc
+
+    # Where each wire format keeps those parts; any lookup error reads as a malformed reply.
+    def _text(self, data: Any) -> Any:
         raise NotImplementedError
+
+    def _usage(self, data: Any) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def _top_logprobs(self, data: Any) -> dict[str, float] | None:
+        raise NotImplementedError
+
+
+def raw_prompt(messages: list[dict[str, str]]) -> str:
+    """The chat turns as one text, in order; the template decides how it ends (e.g. `[/INST]`)."""
+    return "\n\n".join(m["content"] for m in messages if m["content"])
 
 
 def _generation(spec: JudgeSpec) -> dict[str, Any]:
@@ -124,25 +153,18 @@ class OpenAIProvider(Provider):
             )
         return key
 
-    def read(self, content: bytes) -> Answer:
-        try:
-            data = _loads(content)
-            choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
-            usage = data.get("usage") or {}
-            top = None
-            if self.logprobs:
-                lp = (choice.get("logprobs") or {}).get("content") or []
-                if lp:
-                    top = {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
-            return Answer(
-                str(text),
-                int(usage.get("prompt_tokens") or 0),
-                int(usage.get("completion_tokens") or 0),
-                top,
-            )
-        except Exception as exc:
-            raise MalformedResponse(f"malformed response: {type(exc).__name__}") from exc
+    def _text(self, data: Any) -> Any:
+        return data["choices"][0]["message"]["content"]
+
+    def _usage(self, data: Any) -> tuple[Any, Any]:
+        usage = data.get("usage") or {}
+        return usage.get("prompt_tokens"), usage.get("completion_tokens")
+
+    def _top_logprobs(self, data: Any) -> dict[str, float] | None:
+        lp = (data["choices"][0].get("logprobs") or {}).get("content") or []
+        if not lp:
+            return None
+        return {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
 
 
 def ollama_host() -> str:
@@ -188,23 +210,14 @@ class OllamaProvider(Provider):
     def _text(self, data: Any) -> Any:
         return data["message"]["content"]
 
-    def read(self, content: bytes) -> Answer:
-        try:
-            data = _loads(content)
-            text = self._text(data) or ""
-            top = None
-            if self.logprobs:
-                lp = data.get("logprobs") or []
-                if lp:
-                    top = {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
-            return Answer(
-                str(text),
-                int(data.get("prompt_eval_count") or 0),
-                int(data.get("eval_count") or 0),
-                top,
-            )
-        except Exception as exc:
-            raise MalformedResponse(f"malformed response: {type(exc).__name__}") from exc
+    def _usage(self, data: Any) -> tuple[Any, Any]:
+        return data.get("prompt_eval_count"), data.get("eval_count")
+
+    def _top_logprobs(self, data: Any) -> dict[str, float] | None:
+        lp = data.get("logprobs") or []
+        if not lp:
+            return None
+        return {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
 
 
 PROVIDERS: dict[ConnectionType, type[Provider]] = {
@@ -213,11 +226,19 @@ PROVIDERS: dict[ConnectionType, type[Provider]] = {
 }
 
 
-def provider_for(spec: JudgeSpec, *, logprobs: bool = False) -> Provider:
-    cls = PROVIDERS.get(spec.connection.type)
+def provider_for(
+    spec: JudgeSpec,
+    *,
+    logprobs: bool = False,
+    table: dict[ConnectionType, type[Provider]] | None = None,
+    mode: str = "",
+) -> Provider:
+    """The provider class for the judge's connection type, from `table` (chat by default)."""
+    classes = PROVIDERS if table is None else table
+    cls = classes.get(spec.connection.type)
     if cls is None:
         raise ValueError(
-            f"judge {spec.name!r}: connection type {spec.connection.type.value} is not supported "
-            f"(supported: {', '.join(t.value for t in PROVIDERS)})"
+            f"judge {spec.name!r}: {mode}connection type {spec.connection.type.value} is not "
+            f"supported (supported: {', '.join(t.value for t in classes)})"
         )
     return cls(spec, logprobs=logprobs)
