@@ -9,7 +9,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from redjury.attempts import Attempt
-from redjury.judges.scoring.base import MissingInput, Parsed, YesNoScoringType, _json_field
+from redjury.judges.scoring.base import (
+    _NO_JSON,
+    MissingInput,
+    Parsed,
+    YesNoScoringType,
+    _answer_parts,
+)
 
 # Markup a model puts around its first word; stripped before the word is read.
 _LEAD = "*_`\"' \t\r\n#>"
@@ -83,15 +89,12 @@ class VerdictWordScoringType(YesNoScoringType):
         return super().values(attempt, output)
 
     def parse(self, text: str) -> Parsed:
-        body = text.strip()
-        if not body:
-            return Parsed(None, reason="empty answer")
+        try:
+            body, value = _answer_parts(text, self.json_fields)
+        except ValueError as exc:
+            return Parsed(None, reason=str(exc))
         extra: Any = None
-        if body.startswith("{"):
-            try:
-                value = _json_field(body, self.json_fields)
-            except ValueError as exc:
-                return Parsed(None, reason=str(exc))
+        if value is not _NO_JSON:
             if not isinstance(value, str):
                 return Parsed(None, reason=f"verdict field is not a word: {value!r}")
             word, rest = first_word(value)
