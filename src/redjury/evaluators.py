@@ -112,7 +112,6 @@ class RunTally:
     evaluator: Evaluator
     tallies: dict[tuple[str, str], DetectorTally] = field(default_factory=dict)
     probes: dict[str, ProbeTally] = field(default_factory=dict)
-    any_intent: bool = False
 
     def add(
         self,
@@ -128,8 +127,6 @@ class RunTally:
         pt.outputs += len(outputs)
         pt.null_outputs += outputs.count(None)
         intent = row.get("intent")
-        if intent is not None:
-            self.any_intent = True
         details = row.get("details") or {}
         test = self.evaluator.test
         # The common policy inlined: a method call per output is most of this loop's cost.

@@ -250,10 +250,6 @@ class InputSet:
                     continue
                 yield InputRecord(name, lineno, attempt)
 
-    def generations_per_prompt(self, path: str) -> int | None:
-        setup = self.garak_setup.get(path)
-        return setup.generations_per_prompt if setup else None
-
 
 def check_inputs(inputs: InputSet) -> tuple[int, list[LineError], int]:
     """First pass: count good attempts, collect bad lines (duplicate ids included).

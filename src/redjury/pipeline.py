@@ -158,20 +158,9 @@ class _AttemptScorer:
             findings[det.name] = found
         return self.row(attempt, findings)
 
-    async def score_window(self, attempts: list[Attempt]) -> list[dict[str, Any]]:
-        async_results: list[list[Finding]] = []
-        if self.async_:
-            async_results = list(
-                await asyncio.gather(*(d.adetect(a) for a in attempts for d in self.async_))
-            )
-        rows = []
-        n_async = len(self.async_)
-        for i, attempt in enumerate(attempts):
-            findings: dict[str, list[Finding]] = {d.name: d.detect(attempt) for d in self.sync}
-            for j, det in enumerate(self.async_):
-                findings[det.name] = async_results[i * n_async + j]
-            rows.append(self.row(attempt, findings))
-        return rows
+    def score_window(self, attempts: list[Attempt]) -> list[dict[str, Any]]:
+        """Rows for attempts scored by the synchronous detectors only (no judges in the run)."""
+        return [self.row(a, {d.name: d.detect(a) for d in self.sync}) for a in attempts]
 
     def row(self, attempt: Attempt, findings: dict[str, list[Finding]]) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -347,10 +336,7 @@ class Run:
     def execute(self) -> RunResult:
         good, bad = self.check()
         detectors = build_detectors(self.options)
-        try:
-            return asyncio.run(self._execute(detectors, good))
-        finally:
-            pass
+        return asyncio.run(self._execute(detectors, good))
 
     async def _execute(self, detectors: list[Detector], good: int) -> RunResult:
         try:
@@ -465,8 +451,8 @@ class Run:
             progress.advance(unflushed)
             unflushed = 0
 
-        async def flush_window() -> None:
-            for row in await scorer.score_window(window):
+        def flush_window() -> None:
+            for row in scorer.score_window(window):
                 emit(row)
             window.clear()
 
@@ -507,11 +493,11 @@ class Run:
                     continue
                 window.append(rec.attempt)
                 if len(window) >= window_size:
-                    await flush_window()
+                    flush_window()
             while pending:
                 await take_oldest()
             if window:
-                await flush_window()
+                flush_window()
             flush()
         finally:
             for task in pending:

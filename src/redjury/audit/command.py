@@ -240,6 +240,15 @@ async def aaudit(
     return result
 
 
+def _record(result: AuditResult, on_failure: str, write_row: RowSink, echo: Echo) -> dict[str, Any]:
+    """Write the audit's rows, print its table, and return the gate row (always the last)."""
+    rows = audit_rows(result, on_failure)
+    for row in rows:
+        write_row(row)
+    echo(render_table(result))
+    return rows[-1]
+
+
 def run_audit(
     config: RunConfig,
     out_dir: Path,
@@ -269,16 +278,12 @@ def run_audit(
         echo(f"error: {exc}")
         return EXIT_ERROR
     on_failure = config.evaluation.audit.on_failure
-    rows = audit_rows(result, on_failure)
     out_dir.mkdir(parents=True, exist_ok=True)
     writer = JsonlWriter(out_dir / REPORT_NAME, "w")
     try:
-        for row in rows:
-            writer.write(row)
+        gate = _record(result, on_failure, writer.write, echo)
     finally:
         writer.close()
-    echo(render_table(result))
-    gate = rows[-1]
     tail = "" if gate["passed"] else f" (on_failure: {on_failure})"
     echo(f"audit gate: {'PASS' if gate['passed'] else 'FAIL'} — {gate['reason']}{tail}")
     if not gate["passed"] and on_failure == "stop":
@@ -312,11 +317,7 @@ async def aaudit_before_run(
         echo=echo,
     )
     on_failure = config.evaluation.audit.on_failure
-    rows = audit_rows(result, on_failure)
-    for row in rows:
-        write_row(row)
-    echo(render_table(result))
-    gate = rows[-1]
+    gate = _record(result, on_failure, write_row, echo)
     if not gate["passed"]:
         what = "refusing to judge" if on_failure == "stop" else "going on (on_failure: warn)"
         echo(f"audit gate FAILED: {gate['reason']}; {what}")
