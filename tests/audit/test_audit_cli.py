@@ -3,33 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from fault_server import FaultServer, Reply, by_model
+from redjury_testing import REPO, read_jsonl, redjury
 from test_audit_panel import flips_under_refusal, perfect
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "redjury.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-
-
-def rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _labelled(tmp_path: Path) -> Path:
@@ -87,21 +67,21 @@ def scripted(judge_server: FaultServer) -> FaultServer:
     return judge_server
 
 
+def _run_example(server: FaultServer, tmp_path: Path, on_failure: str, out: Path):
+    """`redjury run` on the bundled example with the audited panel, no judge cache."""
+    config = _config_file(server, tmp_path, on_failure)
+    return redjury(
+        "run", REPO / "examples" / "attempts.jsonl", "--config", config, "--out", out, "--no-cache"
+    )
+
+
 def test_run_refuses_to_judge_when_the_gate_fails_under_stop(
     scripted: FaultServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    proc = cli(
-        "run",
-        REPO / "examples" / "attempts.jsonl",
-        "--config",
-        _config_file(scripted, tmp_path, "stop"),
-        "--out",
-        out,
-        "--no-cache",
-    )
+    proc = _run_example(scripted, tmp_path, "stop", out)
     assert proc.returncode == 3, proc.stderr
-    report = rows(out / "redjury.report.jsonl")
+    report = read_jsonl(out / "redjury.report.jsonl")
     kinds = [r["entry_type"] for r in report]
     assert "attempt" not in kinds, "nothing may be judged, not even by the deterministic detectors"
     assert "audit" in kinds
@@ -109,15 +89,7 @@ def test_run_refuses_to_judge_when_the_gate_fails_under_stop(
     assert gate["passed"] is False
     assert "nothing was judged" in report[-1]["stopped"]
     # A rerun into the same folder stops again: the recorded gate still decides.
-    again = cli(
-        "run",
-        REPO / "examples" / "attempts.jsonl",
-        "--config",
-        _config_file(scripted, tmp_path, "stop"),
-        "--out",
-        out,
-        "--no-cache",
-    )
+    again = _run_example(scripted, tmp_path, "stop", out)
     assert again.returncode == 3
 
 
@@ -125,17 +97,9 @@ def test_run_goes_on_under_warn_and_records_the_audit(
     scripted: FaultServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    proc = cli(
-        "run",
-        REPO / "examples" / "attempts.jsonl",
-        "--config",
-        _config_file(scripted, tmp_path, "warn"),
-        "--out",
-        out,
-        "--no-cache",
-    )
+    proc = _run_example(scripted, tmp_path, "warn", out)
     assert proc.returncode == 0, proc.stderr
-    kinds = [r["entry_type"] for r in rows(out / "redjury.report.jsonl")]
+    kinds = [r["entry_type"] for r in read_jsonl(out / "redjury.report.jsonl")]
     assert kinds.index("audit_gate") < kinds.index("attempt")
     assert kinds.count("attempt") == 14
 
@@ -144,8 +108,8 @@ def test_audit_command_exits_three_when_the_gate_fails(
     scripted: FaultServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "audit"
-    proc = cli(
+    proc = redjury(
         "audit", "--config", _config_file(scripted, tmp_path, "stop"), "--out", out, "--no-cache"
     )
     assert proc.returncode == 3, proc.stderr
-    assert any(r["entry_type"] == "audit_gate" for r in rows(out / "redjury.report.jsonl"))
+    assert any(r["entry_type"] == "audit_gate" for r in read_jsonl(out / "redjury.report.jsonl"))
