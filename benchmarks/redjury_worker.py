@@ -44,10 +44,10 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
     from redjury.attempts import Attempt
     from redjury.config import ReportingSpec
     from redjury.evaluators import HitlogBuilder, RunTally, ThresholdEvaluator
-    from redjury.pipeline import _AttemptScorer
     from redjury.redaction import Redactor
     from redjury.report.jsonl import JsonlWriter
     from redjury.report.statistics import eval_statistics
+    from redjury.rows import AttemptScorer
 
     attempts = [
         Attempt(
@@ -70,7 +70,7 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
         t0 = time.perf_counter()
         tally = RunTally(ThresholdEvaluator(0.5))
         # The pipeline's attempt → row step, with no detectors to run: the scores are given.
-        scorer = _AttemptScorer([], Redactor(), Redactor(), reporting.redact)
+        scorer = AttemptScorer([], Redactor(), Redactor(), reporting.redact)
         # As the pipeline opens them: flushed once per window (here: once, at the end).
         report = JsonlWriter(Path(tmp) / "report.jsonl", "w", flush_every=0)
         hitlog = JsonlWriter(Path(tmp) / "hitlog.jsonl", "w", flush_every=0)

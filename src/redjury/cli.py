@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
@@ -173,7 +174,7 @@ def run(
     ] = None,
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
-    from redjury.pipeline import RunError, RunOptions
+    from redjury.pipeline import RunError, RunInterrupted, RunOptions
     from redjury.pipeline import run as run_pipeline
 
     try:
@@ -221,20 +222,22 @@ def run(
         result = run_pipeline(options)
     except InputError as exc:
         raise _fail(f"bad input, nothing judged:\n{exc}") from None
+    except RunInterrupted as exc:
+        typer.echo(f"redjury: {exc}", err=True)
+        raise typer.Exit(exc.exit_code) from None
     except RunError as exc:
         raise _fail(str(exc), exc.exit_code) from None
     except (ConfigError, ValueError) as exc:
         raise _fail(str(exc)) from None
-    typer.echo(f"report: {result.report_path}")
-    typer.echo(f"hitlog: {result.hitlog_path}")
+    _echo(f"report: {result.report_path}")
+    _echo(f"hitlog: {result.hitlog_path}")
     if result.input_errors:
-        typer.echo(
-            f"skipped {result.input_errors} bad input lines (input_error rows in the report)"
-        )
+        _echo(f"skipped {result.input_errors} bad input lines (input_error rows in the report)")
     from redjury.report.outputs import post_run
 
     try:
-        code = post_run(result.out_dir, cfg.reporting, typer.echo)
+        assert result.out_dir is not None
+        code = post_run(result.out_dir, cfg.reporting, _echo)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     if code:
@@ -373,16 +376,35 @@ def detectors_list(
     Console(width=160).print(table)
 
 
+def _echo(message: str) -> None:
+    """Print a line on stdout; a reader that went away (`| head`) stops nothing."""
+    from redjury.pipeline import silence_stdout
+
+    try:
+        typer.echo(message)
+    except BrokenPipeError:
+        silence_stdout()
+
+
 def main() -> None:
     try:
-        app()
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        sys.exit(130)
+        code = app(standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        typer.echo("redjury: interrupted", err=True)
+        code = 130
     except Exception as exc:  # the last resort: an internal error, exit 1
         typer.echo(f"redjury: internal error: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(EXIT_INTERNAL)
+        code = EXIT_INTERNAL
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from redjury.pipeline import silence_stdout
+
+        silence_stdout()
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

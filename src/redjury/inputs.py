@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import ValidationError
@@ -136,17 +136,37 @@ def detect_format(path: Path) -> str:
     return "redjury"
 
 
+class AttemptSource(Protocol):
+    """A stream of input records: files (InputSet) or attempts given from Python."""
+
+    paths: list[Path]
+    garak_setup: dict[str, GarakSetup]
+
+    def records(self) -> Iterator[InputRecord]: ...
+
+    def prepare(self) -> None: ...
+
+
+def redjury_record(name: str, lineno: int, data: Any) -> InputRecord:
+    """One redjury record (a parsed JSONL line or a dict from Python) as an attempt or an error."""
+    if not isinstance(data, dict):
+        return InputRecord(
+            name, lineno, None, LineError(name, lineno, "(line)", "not a JSON object")
+        )
+    try:
+        return InputRecord(name, lineno, Attempt.model_validate(data))
+    except ValidationError as exc:
+        return InputRecord(name, lineno, None, _validation_errors(name, lineno, exc)[0])
+
+
 @dataclass
 class InputSet:
-    """Several input files read as one stream of attempts, twice if need be (check, then run)."""
+    """Several input files read as one stream of attempts."""
 
     paths: list[Path]
     garak_setup: dict[str, GarakSetup] = field(default_factory=dict)
     # Per garak file: hashes of attempt uuids that have a status-2 row.
     _final_rows: dict[str, set[int]] = field(default_factory=dict)
-    # (file, line) of every attempt whose id repeats an earlier one; set by check_inputs,
-    # so the judging pass skips them without remembering every id again.
-    duplicate_lines: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def records(self) -> Iterator[InputRecord]:
         for path in self.paths:
@@ -155,6 +175,12 @@ class InputSet:
                 yield from self._garak_records(path)
             else:
                 yield from self._redjury_records(path)
+
+    def prepare(self) -> None:
+        """Read what garak reports say about their runs (setup rows) before judging."""
+        for path in self.paths:
+            if detect_format(path) == "garak":
+                self._scan_garak(path)
 
     def _redjury_records(self, path: Path) -> Iterator[InputRecord]:
         name = str(path)
@@ -172,16 +198,7 @@ class InputSet:
                         LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}"),
                     )
                     continue
-                if not isinstance(data, dict):
-                    yield InputRecord(
-                        name, lineno, None, LineError(name, lineno, "(line)", "not a JSON object")
-                    )
-                    continue
-                try:
-                    yield InputRecord(name, lineno, Attempt.model_validate(data))
-                except ValidationError as exc:
-                    errs = _validation_errors(name, lineno, exc)
-                    yield InputRecord(name, lineno, None, errs[0])
+                yield redjury_record(name, lineno, data)
 
     def _scan_garak(self, path: Path) -> None:
         name = str(path)
@@ -251,7 +268,27 @@ class InputSet:
                 yield InputRecord(name, lineno, attempt)
 
 
-def check_inputs(inputs: InputSet) -> tuple[int, list[LineError], int]:
+@dataclass
+class AttemptList:
+    """Attempts given from Python (Attempt objects or dicts), read like the lines of a file."""
+
+    items: Sequence[Attempt | dict[str, Any]]
+    name: str = "<attempts>"
+    paths: list[Path] = field(default_factory=list)
+    garak_setup: dict[str, GarakSetup] = field(default_factory=dict)
+
+    def records(self) -> Iterator[InputRecord]:
+        for index, item in enumerate(self.items, 1):
+            if isinstance(item, Attempt):
+                yield InputRecord(self.name, index, item)
+            else:
+                yield redjury_record(self.name, index, item)
+
+    def prepare(self) -> None:
+        return None  # nothing to read ahead
+
+
+def check_inputs(inputs: AttemptSource) -> tuple[int, list[LineError], int]:
     """First pass: count good attempts, collect bad lines (duplicate ids included).
 
     Returns (good attempts, first errors, total errors). Only a hash per id is kept, so
@@ -267,7 +304,6 @@ def check_inputs(inputs: InputSet) -> tuple[int, list[LineError], int]:
             key = hash(rec.attempt.id)
             if key in seen:
                 err = LineError(rec.path, rec.line, "id", f"duplicate id {rec.attempt.id!r}")
-                inputs.duplicate_lines[(rec.path, rec.line)] = err.reason
             else:
                 seen.add(key)
                 good += 1

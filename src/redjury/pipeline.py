@@ -1,4 +1,10 @@
-"""One run: attempts in → detectors and judges → verdicts → streamed report, hitlog and eval rows."""
+"""One run as a short composition of stages: read → score → tally → write.
+
+`Run` opens the output (resuming what an earlier run kept), gates on the judge audit, streams
+the attempts through the detectors and judges, and finishes with the eval rows, the digest
+and the completion row. Each stage is its own small unit so that another engine (Ray) and
+the Python API compose the same parts.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import secrets as pysecrets
 import sys
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,40 +25,40 @@ from typing import Any, TextIO
 from redjury import __version__
 from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
-from redjury.detectors.base import Detector, Finding
+from redjury.detectors.base import Detector
 from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
-from redjury.inputs import InputError, InputSet, LineError, check_inputs
+from redjury.inputs import (
+    MAX_REPORTED_ERRORS,
+    AttemptSource,
+    InputError,
+    InputRecord,
+    InputSet,
+    LineError,
+    check_inputs,
+)
 from redjury.redaction import Redactor
 from redjury.report.digest import DigestBuilder
-from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME, JsonlWriter, dumps, read_rows
+from redjury.report.jsonl import (
+    HITLOG_NAME,
+    REPORT_NAME,
+    JsonlWriter,
+    MemoryWriter,
+    RowSink,
+    dumps,
+    read_rows,
+)
 from redjury.report.terminal import TerminalPrinter
+from redjury.rows import AttemptScorer, is_async
 
 # Rows written between flushes (a kill loses at most these; they are redone on resume).
 WINDOW_SYNC = 512
 WINDOW_ASYNC = 256
 # Attempts being judged at once (their requests still queue behind the engine's limits).
 MAX_PENDING = 512
-# Attempt fields copied into the report row when present.
-_ROW_FIELDS = (
-    "goal",
-    "prompt",
-    "outputs",
-    "messages",
-    "intent",
-    "hazard",
-    "goal_context",
-    "context",
-    "source",
-    "expected",
-    "latency_ms",
-    "usage",
-    "notes",
-    "run_id",
-    "seq",
-    "generator",
-)
-
-_TEXT_FIELDS = tuple(f for f in _ROW_FIELDS if f not in ("latency_ms", "usage", "seq"))
+# Reporting settings that only decide how results are shown, never what a row says: a
+# resume may change them. Everything else in the config is part of the fingerprint.
+_PRESENTATION = frozenset({"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"})
+EXIT_INTERRUPTED = 130
 
 
 class RunError(Exception):
@@ -63,11 +69,19 @@ class RunError(Exception):
         self.exit_code = exit_code
 
 
+class RunInterrupted(RunError):
+    """Ctrl-C: what was finished is kept and a rerun into the same folder resumes."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_INTERRUPTED)
+
+
 @dataclass
 class RunOptions:
-    inputs: list[Path]
+    inputs: Sequence[Path]
     config: RunConfig
-    out_dir: Path
+    # None: judge in memory and write no files (the Python API without `out`).
+    out_dir: Path | None
     skip_bad_lines: bool = False
     use_cache: bool = True
     cache_path: Path | None = None
@@ -77,29 +91,39 @@ class RunOptions:
     stream: TextIO | None = None
     config_path: str | None = None
     offline: bool = False
+    # Attempts given from Python instead of files (`inputs` is then ignored).
+    source: AttemptSource | None = None
 
 
 @dataclass
 class RunResult:
-    out_dir: Path
-    report_path: Path
-    hitlog_path: Path
+    out_dir: Path | None
+    report_path: Path | None
+    hitlog_path: Path | None
     eval_rows: list[dict[str, Any]] = field(default_factory=list)
     attempts_scored: int = 0
     attempts_resumed: int = 0
     input_errors: int = 0
     exit_code: int = 0
+    # In-memory runs: every report row and every hitlog row.
+    report_rows: list[dict[str, Any]] | None = None
+    hitlog_rows: list[dict[str, Any]] | None = None
 
 
 def config_fingerprint(config: RunConfig) -> str:
-    """A hash of everything that decides an attempt row; a resume must match it."""
+    """A hash of everything that decides a row of the report; a resume must match it.
+
+    Command-line overrides are applied to the config before this, so a resume with another
+    `--eval-threshold` or bootstrap setting is refused like a changed config file.
+    """
     decisive = {
         "detectors": None
         if config.detectors is None
         else [d.model_dump() for d in config.detectors],
         "schema_dir": config.schema_dir,
         "evaluation": config.evaluation.model_dump(mode="json", exclude={"audit"}),
-        "redact": config.reporting.redact,
+        "evaluator": config.evaluator.model_dump(mode="json"),
+        "reporting": config.reporting.model_dump(mode="json", exclude=set(_PRESENTATION)),
     }
     return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[
         :16
@@ -134,114 +158,273 @@ def build_detectors(options: RunOptions) -> list[Detector]:
     return detectors
 
 
-def _is_async(det: Detector) -> bool:
-    return type(det).adetect is not Detector.adetect
+def redactors_for(detectors: list[Detector]) -> tuple[Redactor, Redactor]:
+    """(markers masked unless --no-redact, values masked always: API keys, header values)."""
+    marker_values: list[str] = []
+    always_values: list[str] = []
+    for det in detectors:
+        (always_values if det.name == "judge_panel" else marker_values).extend(det.secrets())
+    return Redactor(marker_values), Redactor(always_values)
 
 
-class _AttemptScorer:
-    """Scores attempts with every detector and turns the findings into a redacted report row."""
+# -- the write stage -------------------------------------------------------------------------
+
+
+@dataclass
+class RunOutput:
+    """Where rows go: the report and the hitlog, files or lists, with a rollback point."""
+
+    report: RowSink
+    hitlog: RowSink
+    report_path: Path | None = None
+    hitlog_path: Path | None = None
+    # Files this run created (removed again when the input is refused before judging).
+    created: bool = False
+    _marks: tuple[int, int] = (0, 0)
+
+    @classmethod
+    def in_memory(cls) -> RunOutput:
+        return cls(MemoryWriter(), MemoryWriter())
+
+    @classmethod
+    def open_files(
+        cls, out_dir: Path, header: dict[str, Any], kept: list[dict[str, Any]]
+    ) -> RunOutput:
+        """Rewrite the report as header + kept rows (drops a torn line and old summaries)."""
+        report_path, hitlog_path = out_dir / REPORT_NAME, out_dir / HITLOG_NAME
+        created = not report_path.exists()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = report_path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(dumps(header) + "\n")
+            for row in kept:
+                fh.write(dumps(row) + "\n")
+        os.replace(tmp, report_path)
+        # Flushed once per window of attempts: a kill loses at most the window in progress.
+        report = JsonlWriter(report_path, "a", flush_every=0)
+        hitlog = JsonlWriter(hitlog_path, "w", flush_every=0)
+        return cls(report, hitlog, report_path, hitlog_path, created)
+
+    def mark(self) -> None:
+        """Remember the current end of both files: `rollback` returns to it."""
+        self._marks = (self.report.tell(), self.hitlog.tell())
+
+    def rollback(self) -> None:
+        """Undo everything written since `mark` (and the files themselves if this run made them)."""
+        self.report.truncate(self._marks[0])
+        self.hitlog.truncate(self._marks[1])
+        self.close()
+        if self.created and self.report_path is not None and self.hitlog_path is not None:
+            self.report_path.unlink(missing_ok=True)
+            self.hitlog_path.unlink(missing_ok=True)
+
+    def flush(self) -> None:
+        self.report.flush()
+        self.hitlog.flush()
+
+    def close(self) -> None:
+        self.hitlog.close()
+        self.report.close()
+
+
+@dataclass
+class ResumeState:
+    """What an earlier run into the same folder left: its header and the rows worth keeping."""
+
+    header: dict[str, Any] | None = None
+    kept: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, report_path: Path, fingerprint: str) -> ResumeState:
+        if not report_path.exists():
+            return cls()
+        state = cls()
+        for row in read_rows(report_path):
+            kind = row.get("entry_type")
+            if kind == "init" and state.header is None:
+                state.header = row
+            elif kind in ("attempt", "input_error", "audit", "audit_gate"):
+                state.kept.append(row)
+        if state.header is None:
+            raise RunError(
+                f"{report_path}: exists but is not a redjury report; choose another --out"
+            )
+        if state.header.get("config_fingerprint") != fingerprint:
+            raise RunError(
+                f"{report_path}: was written with a different configuration "
+                f"(fingerprint {state.header.get('config_fingerprint')} vs {fingerprint}); "
+                "resume it with the same config and flags, or choose another --out"
+            )
+        return state
+
+    def attempt_ids(self) -> set[int]:
+        return {hash(str(r.get("id"))) for r in self.kept if r["entry_type"] == "attempt"}
+
+    def error_lines(self) -> set[tuple[str, int]]:
+        return {
+            (r.get("file", ""), r.get("line", 0))
+            for r in self.kept
+            if r["entry_type"] == "input_error"
+        }
+
+    def gate(self) -> dict[str, Any] | None:
+        return next((r for r in self.kept if r["entry_type"] == "audit_gate"), None)
+
+
+# -- the tally stage -------------------------------------------------------------------------
+
+
+class RunTallies:
+    """Everything counted from attempt rows as they are made: eval tallies, digest, hitlog."""
 
     def __init__(
-        self, detectors: list[Detector], markers: Redactor, always: Redactor, redact: bool
+        self,
+        evaluator: Evaluator,
+        header: dict[str, Any],
+        hitlog: RowSink,
+        generator: str | None = None,
+        generations_per_prompt: int | None = None,
     ) -> None:
-        self.sync = [d for d in detectors if not _is_async(d)]
-        self.async_ = [d for d in detectors if _is_async(d)]
-        self.markers = markers
-        self.always = always
-        self.redact = redact
+        self.tally = RunTally(evaluator)
+        self.digest = DigestBuilder(header)
+        self.hitlog = hitlog
+        self.build_hit = HitlogBuilder(generator, generations_per_prompt)
 
-    async def score_one(self, attempt: Attempt) -> dict[str, Any]:
-        """Score one attempt, awaiting the async detectors (judges) together."""
-        results = await asyncio.gather(*(d.adetect(attempt) for d in self.async_))
-        findings: dict[str, list[Finding]] = {d.name: d.detect(attempt) for d in self.sync}
-        for det, found in zip(self.async_, results, strict=True):
-            findings[det.name] = found
-        return self.row(attempt, findings)
+    def add(self, row: dict[str, Any]) -> None:
+        self.tally.add(row, self._on_hit)
+        self.digest.add_attempt(row)
 
-    def score_window(self, attempts: list[Attempt]) -> list[dict[str, Any]]:
-        """Rows for attempts scored by the synchronous detectors only (no judges in the run)."""
-        return [self.row(a, {d.name: d.detect(a) for d in self.sync}) for a in attempts]
+    def _on_hit(self, row: dict[str, Any], detector: str, idx: int, score: float) -> None:
+        self.hitlog.write(self.build_hit(row, detector, idx, score))
 
-    def row(self, attempt: Attempt, findings: dict[str, list[Finding]]) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            "entry_type": "attempt",
-            "status": 2,
-            "id": attempt.id,
-            "probe": attempt.probe,
-        }
-        # Read the fields directly: a pydantic dump per attempt costs more than all of this.
-        fields = attempt.__dict__
-        for key in _ROW_FIELDS:
-            value = fields[key]
-            if value is None or value == {}:
+
+# -- the read stage --------------------------------------------------------------------------
+
+
+@dataclass
+class InputGate:
+    """Turns input records into attempts to judge: line errors, duplicate ids, resumed ids.
+
+    With `refuse_on_error` (no --skip-bad-lines) the first bad line stops judging; the rest
+    of the input is still read so the error lists every bad line (up to a limit).
+    """
+
+    refuse_on_error: bool
+    done: set[int] = field(default_factory=set)
+    done_errors: set[tuple[str, int]] = field(default_factory=set)
+    good: int = 0
+    bad: int = 0
+    errors: list[LineError] = field(default_factory=list)
+    _seen: set[int] = field(default_factory=set)
+
+    @property
+    def refused(self) -> bool:
+        return self.refuse_on_error and self.bad > 0
+
+    def attempts(
+        self, records: Iterable[InputRecord], on_error: Callable[[LineError], None]
+    ) -> Iterator[Attempt]:
+        for rec in records:
+            err = rec.error
+            attempt = rec.attempt
+            if attempt is not None:
+                key = hash(attempt.id)
+                if key in self._seen:
+                    err = LineError(rec.path, rec.line, "id", f"duplicate id {attempt.id!r}")
+                else:
+                    self._seen.add(key)
+            if err is not None or attempt is None:
+                self._bad(err or LineError(rec.path, rec.line, "(line)", "unreadable"), on_error)
                 continue
-            # Lists and dicts are shared, not copied: nothing mutates a row's values
-            # (redaction builds new ones).
-            if key == "messages":
-                value = [{"role": t.role, "content": t.content} for t in value]
-            elif key == "usage":
-                value = value.model_dump(exclude_none=True)
-            row[key] = value
-        results: dict[str, list[float | None]] = dict(attempt.detector_results)
-        verdicts: dict[str, list[str]] = {}
-        evidence: dict[str, list[list[str]]] = {}
-        reasons: dict[str, list[str | None]] = {}
-        details: dict[str, list[Any]] = {}
-        found: list[str] = []
-        for name, fs in findings.items():
-            results[name] = [f.score for f in fs]
-            verdicts[name] = [f.verdict.value for f in fs]
-            # One pass for the rarely-set fields; most findings carry none of them.
-            has_evidence = has_reason = has_details = False
-            for f in fs:
-                if f.evidence:
-                    has_evidence = True
-                if f.reason:
-                    has_reason = True
-                if f.details:
-                    has_details = True
-                if f.sensitive:
-                    found.extend(f.sensitive)
-            if has_evidence:
-                evidence[name] = [list(f.evidence) for f in fs]
-            if has_reason:
-                reasons[name] = [f.reason for f in fs]
-            if has_details:
-                details[name] = [f.details for f in fs]
-        row["detector_results"] = results
-        row["verdicts"] = verdicts
-        if evidence:
-            row["evidence"] = evidence
-        if reasons:
-            row["reasons"] = reasons
-        if details:
-            row["details"] = details
-        # Only the recorded text can hold a secret: detector evidence is masked at source.
-        if self.redact:
-            if attempt.notes.get("triggers"):
-                # Canaries planted for this attempt are markers too, found or not.
-                found.extend(attempt.triggers)
-            redactor = self.markers.with_values(found) if found else self.markers
-            if self.always:
-                redactor = redactor.with_values(self.always.values)
-        else:
-            redactor = self.always
-        if redactor:
-            for key in _TEXT_FIELDS:
-                if key in row:
-                    row[key] = redactor.apply(row[key])
-        return row
+            self.good += 1
+            if self.refused or (self.done and key in self.done):
+                continue
+            yield attempt
+
+    def _bad(self, err: LineError, on_error: Callable[[LineError], None]) -> None:
+        self.bad += 1
+        if len(self.errors) < MAX_REPORTED_ERRORS:
+            self.errors.append(err)
+        if not self.refuse_on_error and (err.path, err.line) not in self.done_errors:
+            on_error(err)
+
+    def refusal(self, names: str) -> InputError | None:
+        """The error that refuses this input, or None when there is something to judge."""
+        if self.refused:
+            return InputError(self.errors, self.bad)
+        if self.good == 0:
+            if self.bad:
+                return InputError(
+                    self.errors, self.bad, f"{names}: no valid attempts (every line is bad)"
+                )
+            return InputError([], 0, f"{names}: no attempts to judge (the input is empty)")
+        return None
+
+
+def input_error_row(err: LineError) -> dict[str, Any]:
+    return {
+        "entry_type": "input_error",
+        "file": err.path,
+        "line": err.line,
+        "field": err.field,
+        "reason": err.reason,
+    }
+
+
+# -- the score stage -------------------------------------------------------------------------
+
+
+class _Completions:
+    """Judges attempts concurrently and hands each row on as soon as it is finished.
+
+    Rows are emitted in the order they finish, so an interrupt loses only what was still
+    in flight; a resume matches attempts by id.
+    """
+
+    def __init__(self, emit: Callable[[dict[str, Any]], None], limit: int) -> None:
+        self.emit = emit
+        self.limit = limit
+        self.tasks: set[asyncio.Future[dict[str, Any]]] = set()
+        self.ready: deque[asyncio.Future[dict[str, Any]]] = deque()
+        self.wake = asyncio.Event()
+
+    def start(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Future[dict[str, Any]]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled():
+            self.ready.append(task)
+        self.wake.set()
+
+    def emit_ready(self) -> None:
+        while self.ready:
+            self.emit(self.ready.popleft().result())
+
+    async def wait_below(self, n: int) -> None:
+        """Emit finished rows until fewer than `n` attempts are in flight."""
+        self.emit_ready()
+        while len(self.tasks) >= n:
+            self.wake.clear()
+            await self.wake.wait()
+            self.emit_ready()
+
+    def cancel(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
+# -- the run ---------------------------------------------------------------------------------
 
 
 class Run:
-    """The state of one run into one output folder."""
+    """One run into one output folder (or into memory), composed of the stages above."""
 
     def __init__(self, options: RunOptions) -> None:
         self.options = options
         self.config = options.config
-        self.out_dir = options.out_dir
-        self.report_path = self.out_dir / REPORT_NAME
-        self.hitlog_path = self.out_dir / HITLOG_NAME
         self.evaluator: Evaluator = load_evaluator(
             self.config.evaluator.type, self.config.evaluator.threshold
         )
@@ -252,43 +435,36 @@ class Run:
             colour=options.colour,
             show_z=self.config.reporting.show_z,
         )
-        self.inputs = InputSet(list(options.inputs))
-        self.tally = RunTally(self.evaluator)
-        self.generator: str | None = None
-        self.generations_per_prompt: int | None = None
+        self.inputs: AttemptSource = options.source or InputSet(list(options.inputs))
+        self.scored = 0
+        self.resumed = 0
+        self.input_errors = 0
+        self.output: RunOutput | None = None
 
-    # -- input ---------------------------------------------------------------------
-    def check(self) -> tuple[int, int]:
+    # -- stages ----------------------------------------------------------------------
+    def check_paths(self) -> None:
         for p in self.inputs.paths:
+            if p.is_dir():
+                raise RunError(f"{p}: is a directory; give the attempt files inside it")
             if not p.is_file():
                 raise RunError(f"{p}: no such input file")
+
+    def check_first(self) -> None:
+        """A whole pass over the input before anything is judged (runs with judges: no
+        judge call is spent on an input that will be refused)."""
         good, errors, total_errors = check_inputs(self.inputs)
         if errors and not self.options.skip_bad_lines:
             raise InputError(errors, total_errors)
-        if good == 0:
-            names = ", ".join(str(p) for p in self.inputs.paths)
-            if total_errors:
-                raise InputError(
-                    errors, total_errors, f"{names}: no valid attempts (every line is bad)"
-                )
-            raise InputError([], 0, f"{names}: no attempts to judge (the input is empty)")
-        for setup in self.inputs.garak_setup.values():
-            self.generator = self.generator or setup.generator
-            self.generations_per_prompt = (
-                self.generations_per_prompt or setup.generations_per_prompt
-            )
-        return good, total_errors
+        gate = InputGate(False, good=good, bad=total_errors, errors=errors)
+        refusal = gate.refusal(self._input_names())
+        if refusal is not None:
+            raise refusal
 
-    # -- resume ----------------------------------------------------------------------
-    def _header(
-        self,
-        fingerprint: str,
-        seed: int,
-        detector_names: list[str],
-        always: Redactor,
-        markers: Redactor,
-    ) -> dict[str, Any]:
-        config_dump = self.config.model_dump(mode="json")
+    def _input_names(self) -> str:
+        return ", ".join(str(p) for p in self.inputs.paths) or "the attempts"
+
+    def header(self, fingerprint: str, seed: int, detectors: list[Detector]) -> dict[str, Any]:
+        markers, always = redactors_for(detectors)
         return always.apply(
             markers.apply(
                 {
@@ -298,249 +474,245 @@ class Run:
                     "start_time": dt.datetime.now(dt.UTC).isoformat(),
                     "inputs": [str(p) for p in self.inputs.paths],
                     "config_path": self.options.config_path,
-                    "config": config_dump,
+                    "config": self.config.model_dump(mode="json"),
                     "config_fingerprint": fingerprint,
                     "seed": seed,
-                    "detectors": detector_names,
+                    "detectors": [d.name for d in detectors],
                     "evaluator": self.evaluator.describe(),
                     "python": sys.version.split()[0],
                 }
             )
         )
 
-    def _resume_state(self, fingerprint: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        """The old header and the rows worth keeping (attempts and input errors)."""
-        if not self.report_path.exists():
-            return None, []
-        header: dict[str, Any] | None = None
-        kept: list[dict[str, Any]] = []
-        for row in read_rows(self.report_path):
-            kind = row.get("entry_type")
-            if kind == "init" and header is None:
-                header = row
-            elif kind in ("attempt", "input_error", "audit", "audit_gate"):
-                kept.append(row)
-        if header is None:
-            raise RunError(
-                f"{self.report_path}: exists but is not a redjury report; choose another --out"
-            )
-        if header.get("config_fingerprint") != fingerprint:
-            raise RunError(
-                f"{self.report_path}: was written with a different configuration "
-                f"(fingerprint {header.get('config_fingerprint')} vs {fingerprint}); "
-                "resume it with the same config or choose another --out"
-            )
-        return header, kept
-
-    # -- the run ---------------------------------------------------------------------
-    def execute(self) -> RunResult:
-        good, bad = self.check()
-        detectors = build_detectors(self.options)
-        return asyncio.run(self._execute(detectors, good))
-
-    async def _execute(self, detectors: list[Detector], good: int) -> RunResult:
-        try:
-            return await self._run(detectors, good)
-        finally:
-            for det in detectors:
-                await det.aclose()
-
-    async def _run(self, detectors: list[Detector], good: int) -> RunResult:
-        cfg = self.config
-        fingerprint = config_fingerprint(cfg)
-        marker_values: list[str] = []
-        always_values: list[str] = []
-        for det in detectors:
-            (always_values if det.name == "judge_panel" else marker_values).extend(det.secrets())
-        markers, always = Redactor(marker_values), Redactor(always_values)
-        scorer = _AttemptScorer(detectors, markers, always, cfg.reporting.redact)
-
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        old_header, kept = self._resume_state(fingerprint)
-        seed = (
-            cfg.reporting.seed
-            if cfg.reporting.seed is not None
-            else (old_header or {}).get("seed", pysecrets.randbits(32))
+    def open(self, detectors: list[Detector]) -> tuple[RunOutput, ResumeState, dict[str, Any]]:
+        """Open the output, resuming what an earlier run into the same folder kept."""
+        fingerprint = config_fingerprint(self.config)
+        out_dir = self.options.out_dir
+        state = (
+            ResumeState()
+            if out_dir is None
+            else ResumeState.read(out_dir / REPORT_NAME, fingerprint)
         )
-        header = old_header or self._header(
-            fingerprint, seed, [d.name for d in detectors], always, markers
+        seed = self.config.reporting.seed
+        if seed is None:
+            seed = (state.header or {}).get("seed", pysecrets.randbits(32))
+        header = state.header or self.header(fingerprint, seed, detectors)
+        if out_dir is None:
+            output = RunOutput.in_memory()
+            output.report.write(header)
+        else:
+            output = RunOutput.open_files(out_dir, header, state.kept)
+        self.output = output
+        return output, state, header
+
+    def tallies(self, header: dict[str, Any], output: RunOutput) -> RunTallies:
+        self.inputs.prepare()
+        generator, gpp = None, None
+        for setup in self.inputs.garak_setup.values():
+            generator = generator or setup.generator
+            gpp = gpp or setup.generations_per_prompt
+        return RunTallies(self.evaluator, header, output.hitlog, generator, gpp)
+
+    def replay(self, state: ResumeState, tallies: RunTallies) -> None:
+        """Count the attempt rows a resumed run kept, as if they had just been made."""
+        for row in state.kept:
+            if row["entry_type"] == "attempt":
+                tallies.add(row)
+        self.resumed = sum(1 for r in state.kept if r["entry_type"] == "attempt")
+        if self.resumed:
+            self._say(f"resuming: {self.resumed} attempts already in {self.options.out_dir}")
+
+    async def gate(self, detectors: list[Detector], state: ResumeState, output: RunOutput) -> None:
+        """The pre-run judge audit; raises (exit 3) when its gate says stop."""
+        audit = self.config.evaluation.audit
+        if not audit.enabled:
+            return
+        recorded = state.gate()
+        if recorded is None:
+            go_on = await self._audit(detectors, output.report)
+        else:  # resumed: the recorded gate decides again
+            go_on = bool(recorded.get("passed")) or audit.on_failure != "stop"
+        if go_on:
+            return
+        output.report.write(
+            {
+                "entry_type": "completion",
+                "end_time": dt.datetime.now(dt.UTC).isoformat(),
+                "run_id": (state.header or {}).get("run_id"),
+                "attempts": 0,
+                "stopped": "the judge audit failed its robustness gate "
+                "(evaluation.audit.on_failure: stop); nothing was judged",
+            }
         )
-        # Rewrite the report as header + kept rows (drops a torn line and old summaries),
-        # and rebuild the hitlog from the kept attempt rows, so a resumed run ends equal to
-        # an uninterrupted one.
-        tmp = self.report_path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(dumps(header) + "\n")
-            for row in kept:
-                fh.write(dumps(row) + "\n")
-        os.replace(tmp, self.report_path)
-        # Flushed once per window of attempts: a kill loses at most the window in progress.
-        report = JsonlWriter(self.report_path, "a", flush_every=0)
-        hitlog = JsonlWriter(self.hitlog_path, "w", flush_every=0)
+        output.close()
+        raise RunError(
+            "the judge audit failed its robustness gate and on_failure is stop: "
+            f"nothing was judged; see the audit rows in {output.report_path or 'the report'}",
+            exit_code=3,
+        )
 
-        build_hit = HitlogBuilder(self.generator, self.generations_per_prompt)
-        # The digest row's breakdowns, built as rows are made: no second read of the report.
-        digest = DigestBuilder(header)
-
-        def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
-            hitlog.write(build_hit(row, detector, idx, score))
-
-        done: set[int] = set()
-        done_errors: set[tuple[str, int]] = set()
-        gate: dict[str, Any] | None = None
-        for row in kept:
-            kind = row["entry_type"]
-            if kind == "attempt":
-                done.add(hash(str(row.get("id"))))
-                self.tally.add(row, on_hit)
-                digest.add_attempt(row)
-            elif kind == "input_error":
-                done_errors.add((row.get("file", ""), row.get("line", 0)))
-            elif kind == "audit_gate":
-                gate = row
-        go_on = True
-        if cfg.evaluation.audit.enabled:
-            if gate is None:
-                go_on = await self._audit(detectors, report)
-            else:  # resumed: the recorded gate decides again
-                go_on = bool(gate.get("passed")) or cfg.evaluation.audit.on_failure != "stop"
-        if not go_on:
-            report.write(
-                {
-                    "entry_type": "completion",
-                    "end_time": dt.datetime.now(dt.UTC).isoformat(),
-                    "run_id": header.get("run_id"),
-                    "attempts": 0,
-                    "stopped": "the judge audit failed its robustness gate "
-                    "(evaluation.audit.on_failure: stop); nothing was judged",
-                }
-            )
-            report.close()
-            hitlog.close()
-            raise RunError(
-                "the judge audit failed its robustness gate and on_failure is stop: "
-                f"nothing was judged; see the audit rows in {self.report_path}",
-                exit_code=3,
-            )
-        resumed = len(done)
-        if resumed:
-            self.printer.message(f"resuming: {resumed} attempts already in {self.report_path}")
-
-        progress = _Progress(good, resumed, detectors, self.options.progress)
-        window_size = WINDOW_ASYNC if scorer.async_ else WINDOW_SYNC
+    def score_sync(self, attempts: Iterator[Attempt], scorer: AttemptScorer, emit: Any) -> None:
+        """Detectors only: windows of attempts scored in turn, flushed once per window."""
         window: list[Attempt] = []
-        scored = 0
-        input_errors = 0
+        for attempt in attempts:
+            window.append(attempt)
+            if len(window) >= WINDOW_SYNC:
+                emit.rows(scorer.score_window(window))
+                window.clear()
+        if window:
+            emit.rows(scorer.score_window(window))
+        emit.flush()
 
-        unflushed = 0
-
-        def emit(row: dict[str, Any]) -> None:
-            nonlocal scored, unflushed
-            report.write(row)
-            self.tally.add(row, on_hit)
-            digest.add_attempt(row)
-            scored += 1
-            unflushed += 1
-            if unflushed >= window_size:
-                flush()
-
-        def flush() -> None:
-            nonlocal unflushed
-            report.flush()
-            hitlog.flush()
-            progress.advance(unflushed)
-            unflushed = 0
-
-        def flush_window() -> None:
-            for row in scorer.score_window(window):
-                emit(row)
-            window.clear()
-
-        # With judges, attempts are scored as a sliding window: new attempts start as soon as
-        # the oldest finishes, so the judges never wait for a whole window to drain; rows are
-        # still written in input order, so a killed run leaves a clean prefix to resume from.
-        pending: deque[asyncio.Future[dict[str, Any]]] = deque()
-
-        async def take_oldest() -> None:
-            emit(await pending.popleft())
-
+    async def score_async(
+        self, attempts: Iterator[Attempt], scorer: AttemptScorer, emit: Any
+    ) -> None:
+        """With judges: a sliding window of attempts in flight; rows written as they finish."""
+        window = _Completions(emit.row, MAX_PENDING)
         try:
-            duplicates = self.inputs.duplicate_lines
-            for rec in self.inputs.records():
-                duplicate = duplicates.get((rec.path, rec.line)) if duplicates else None
-                if rec.attempt is None or duplicate is not None:
-                    input_errors += 1
-                    err = rec.error or LineError(
-                        rec.path, rec.line, "id", duplicate or "duplicate id"
-                    )
-                    if (err.path, err.line) not in done_errors:
-                        report.write(
-                            {
-                                "entry_type": "input_error",
-                                "file": err.path,
-                                "line": err.line,
-                                "field": err.field,
-                                "reason": err.reason,
-                            }
-                        )
-                    continue
-                if done and hash(rec.attempt.id) in done:
-                    continue
-                if scorer.async_:
-                    pending.append(asyncio.ensure_future(scorer.score_one(rec.attempt)))
-                    while pending and (len(pending) >= MAX_PENDING or pending[0].done()):
-                        await take_oldest()
-                    continue
-                window.append(rec.attempt)
-                if len(window) >= window_size:
-                    flush_window()
-            while pending:
-                await take_oldest()
-            if window:
-                flush_window()
-            flush()
+            for attempt in attempts:
+                await window.wait_below(MAX_PENDING)
+                window.start(scorer.score_one(attempt))
+            await window.wait_below(1)
         finally:
-            for task in pending:
-                task.cancel()
-            progress.close()
-            hitlog.close()
+            window.cancel()
+        emit.flush()
 
+    def finish(
+        self, header: dict[str, Any], tallies: RunTallies, detectors: list[Detector]
+    ) -> list[dict[str, Any]]:
+        """Eval rows, probe summaries, digest and completion: written, then printed."""
+        assert self.output is not None
+        report = self.output.report
+        seed = int(header.get("seed") or 0)
         eval_rows = []
-        stats_fields = self._statistics(seed, detectors)
-        hits_limit = 20 if self.options.verbose else 0
-        for row in self.tally.eval_rows(stats_fields):
+        for row in tallies.tally.eval_rows(self._statistics(seed, detectors)):
             report.write(row)
             if row["entry_type"] == "eval":
                 eval_rows.append(row)
-                digest.add_eval(row)
-                tally = self.tally.tallies[(row["probe"], row["detector"])]
-                self.printer.eval_row(row, tally.first_hits[:hits_limit] if hits_limit else ())
-        report.write(digest.row())
+                tallies.digest.add_eval(row)
+        report.write(tallies.digest.row())
+        report.write(self._completion(header, detectors))
+        self.output.close()
+        hits_limit = 20 if self.options.verbose else 0
+        for row in eval_rows:
+            first = tallies.tally.tallies[(row["probe"], row["detector"])].first_hits
+            self._print(self.printer.eval_row, row, first[:hits_limit] if hits_limit else ())
+        return eval_rows
+
+    def _completion(self, header: dict[str, Any], detectors: list[Detector]) -> dict[str, Any]:
         completion: dict[str, Any] = {
             "entry_type": "completion",
             "end_time": dt.datetime.now(dt.UTC).isoformat(),
             "run_id": header.get("run_id"),
-            "attempts": scored + resumed,
-            "attempts_resumed": resumed,
-            "input_errors": input_errors,
+            "attempts": self.scored + self.resumed,
+            "attempts_resumed": self.resumed,
+            "input_errors": self.input_errors,
         }
         for det in detectors:
             stats = getattr(det, "stats", None)
             if callable(stats):
                 completion[f"{det.name}_stats"] = stats()
-        report.write(completion)
-        report.close()
+        return completion
+
+    # -- composition -----------------------------------------------------------------
+    def execute(self) -> RunResult:
+        self.check_paths()
+        detectors = build_detectors(self.options)
+        try:
+            if any(is_async(d) for d in detectors) or self.config.evaluation.audit.enabled:
+                return asyncio.run(self._execute_async(detectors))
+            return self._execute_sync(detectors)
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
+
+    def _execute_sync(self, detectors: list[Detector]) -> RunResult:
+        scorer = AttemptScorer(detectors, *redactors_for(detectors), self.config.reporting.redact)
+        output, state, header = self.open(detectors)
+        tallies = self.tallies(header, output)
+        self.replay(state, tallies)
+        gate = self._input_gate(state, refuse=not self.options.skip_bad_lines)
+        emit = _Emitter(self, output, tallies, WINDOW_SYNC)
+        output.mark()
+        try:
+            self.score_sync(gate.attempts(self.inputs.records(), emit.input_error), scorer, emit)
+        finally:
+            emit.close()
+        self._refuse_or_go_on(gate, output)
+        return self._result(self.finish(header, tallies, detectors))
+
+    async def _execute_async(self, detectors: list[Detector]) -> RunResult:
+        try:
+            self.check_first()
+            scorer = AttemptScorer(
+                detectors, *redactors_for(detectors), self.config.reporting.redact
+            )
+            output, state, header = self.open(detectors)
+            tallies = self.tallies(header, output)
+            self.replay(state, tallies)
+            await self.gate(detectors, state, output)
+            gate = self._input_gate(state, refuse=False)
+            emit = _Emitter(self, output, tallies, WINDOW_ASYNC)
+            try:
+                attempts = gate.attempts(self.inputs.records(), emit.input_error)
+                if scorer.async_:
+                    await self.score_async(attempts, scorer, emit)
+                else:
+                    self.score_sync(attempts, scorer, emit)
+            finally:
+                emit.close()
+            self.input_errors = gate.bad
+            return self._result(self.finish(header, tallies, detectors))
+        finally:
+            for det in detectors:
+                await det.aclose()
+
+    def _input_gate(self, state: ResumeState, refuse: bool) -> InputGate:
+        return InputGate(refuse, done=state.attempt_ids(), done_errors=state.error_lines())
+
+    def _refuse_or_go_on(self, gate: InputGate, output: RunOutput) -> None:
+        """A refused input leaves no trace: the rows written for it are taken back."""
+        self.input_errors = gate.bad
+        refusal = gate.refusal(self._input_names())
+        if refusal is not None:
+            output.rollback()
+            raise refusal
+
+    def _result(self, eval_rows: list[dict[str, Any]]) -> RunResult:
+        assert self.output is not None
+        out = self.output
         return RunResult(
-            self.out_dir,
-            self.report_path,
-            self.hitlog_path,
+            self.options.out_dir,
+            out.report_path,
+            out.hitlog_path,
             eval_rows,
-            scored,
-            resumed,
-            input_errors,
+            self.scored,
+            self.resumed,
+            self.input_errors,
+            report_rows=out.report.rows if isinstance(out.report, MemoryWriter) else None,
+            hitlog_rows=out.hitlog.rows if isinstance(out.hitlog, MemoryWriter) else None,
         )
 
-    async def _audit(self, detectors: list[Detector], report: JsonlWriter) -> bool:
+    def _interrupted(self) -> RunInterrupted:
+        where = self.output.report_path if self.output else None
+        kept = self.scored + self.resumed
+        if where is None:
+            return RunInterrupted(f"interrupted after {kept} attempts; nothing was written")
+        return RunInterrupted(
+            f"interrupted: {kept} judged attempts are kept in {where}; run the same command "
+            "again (same --out) to resume where it stopped"
+        )
+
+    def _say(self, text: str) -> None:
+        self._print(self.printer.message, text)
+
+    def _print(self, fn: Callable[..., None], *args: Any) -> None:
+        """Terminal lines are a courtesy: a closed stdout (`| head`) never stops the run."""
+        try:
+            fn(*args)
+        except BrokenPipeError:
+            silence_stdout()
+
+    async def _audit(self, detectors: list[Detector], report: RowSink) -> bool:
         """The pre-run judge audit; False when its gate says stop."""
         from redjury.audit.command import aaudit_before_run
         from redjury.audit.runner import AuditError
@@ -554,7 +726,7 @@ class Run:
                 use_cache=self.options.use_cache,
                 cache_path=self.options.cache_path,
                 offline=self.options.offline,
-                echo=self.printer.message,
+                echo=self._say,
             )
         except AuditError as exc:
             raise RunError(f"judge audit: {exc}") from None
@@ -577,49 +749,88 @@ class Run:
         return eval_statistics(self.config.reporting, seed, lookup)
 
 
+class _Emitter:
+    """The write stage as the scoring loop sees it: rows to the report and the tallies,
+    input errors as rows, a flush (and the progress bar) once per window."""
+
+    def __init__(self, run: Run, output: RunOutput, tallies: RunTallies, window: int) -> None:
+        self.run = run
+        self.output = output
+        self.tallies = tallies
+        self.window = window
+        self.unflushed = 0
+        self.progress = _Progress(run.resumed, run.options.progress)
+
+    def row(self, row: dict[str, Any]) -> None:
+        self.output.report.write(row)
+        self.tallies.add(row)
+        self.run.scored += 1
+        self.unflushed += 1
+        if self.unflushed >= self.window:
+            self.flush()
+
+    def rows(self, rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            self.row(row)
+
+    def input_error(self, err: LineError) -> None:
+        self.output.report.write(input_error_row(err))
+
+    def flush(self) -> None:
+        self.output.flush()
+        self.progress.advance(self.unflushed)
+        self.unflushed = 0
+
+    def close(self) -> None:
+        """Runs on every exit, Ctrl-C included: what was finished reaches the disk."""
+        self.output.flush()
+        self.progress.close()
+
+
 class _Progress:
     """A progress bar on stderr for long runs in a terminal; silent otherwise."""
 
-    def __init__(
-        self, total: int, done: int, detectors: list[Detector], enabled: bool | None
-    ) -> None:
+    def __init__(self, done: int, enabled: bool | None) -> None:
         if enabled is None:
-            enabled = sys.stderr.isatty() and total - done > 2000 and not os.environ.get("CI")
+            enabled = sys.stderr.isatty() and not os.environ.get("CI")
         self._bar: Any = None
-        self._detectors = detectors
+        self._shown = 0
         if enabled:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
             self._bar = Progress(
-                TextColumn("judging"),
-                BarColumn(),
-                TextColumn("{task.completed}/{task.total} attempts"),
+                SpinnerColumn(),
+                TextColumn("judging {task.completed} attempts"),
                 TextColumn("{task.fields[rate]}"),
-                TextColumn("{task.fields[extra]}"),
-                TimeRemainingColumn(),
+                TimeElapsedColumn(),
                 transient=True,
             )
-            self._bar.start()
-            self._task = self._bar.add_task("run", total=total, completed=done, extra="", rate="")
+            self._task = self._bar.add_task("run", total=None, completed=done, rate="")
 
     def advance(self, n: int) -> None:
         if self._bar is None:
             return
-        extra = ""
-        for det in self._detectors:
-            stats = getattr(det, "stats", None)
-            if callable(stats):
-                s = stats()
-                extra = f"{s.get('requests', 0)} judge calls, {s.get('abstentions', 0)} abstentions"
+        self._shown += n
+        if self._shown >= 2000 and not self._bar.live.is_started:
+            self._bar.start()  # short runs never show a bar
         speed = self._bar.tasks[0].speed
-        rate = f"{speed:,.0f}/s" if speed else ""
-        self._bar.update(self._task, advance=n, extra=extra, rate=rate)
+        self._bar.update(self._task, advance=n, rate=f"{speed:,.0f}/s" if speed else "")
 
     def close(self) -> None:
-        if self._bar is not None:
+        if self._bar is not None and self._bar.live.is_started:
             self._bar.stop()
 
 
+def silence_stdout() -> None:
+    """stdout was closed by its reader: send the rest of the terminal output nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def run(options: RunOptions) -> RunResult:
-    """Library entry point: judge the inputs into `options.out_dir`."""
+    """Library entry point: judge the inputs into `options.out_dir` (or into memory)."""
     return Run(options).execute()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -150,16 +149,14 @@ def test_a_file_without_an_init_row_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_digest_of_100k_attempts_is_fast_and_flat_in_memory(tmp_path: Path) -> None:
+def test_digest_of_100k_attempts_is_flat_in_memory(tmp_path: Path) -> None:
+    # Its speed is the benchmarks' business (timed asserts fail on a loaded machine).
     path = synthetic_report(tmp_path, 100_000)
     tracemalloc.start()
-    start = time.perf_counter()
     digest = digest_row(path)
-    elapsed = time.perf_counter() - start
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert digest["attempts"] == 100_000
-    assert elapsed < 30, f"{elapsed:.1f}s"
     # Aggregates only: the peak does not grow with the number of attempts.
     assert peak < 5_000_000, f"peak {peak} bytes"
     json.dumps(digest)

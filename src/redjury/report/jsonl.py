@@ -70,7 +70,45 @@ class JsonlWriter:
         self._fh.flush()
         self._pending = 0
 
+    def tell(self) -> int:
+        """The file offset after every row written so far."""
+        self._fh.flush()
+        return self._fh.tell()
+
+    def truncate(self, offset: int) -> None:
+        """Drop every row written after `offset` (a run that turned out to be refused)."""
+        self._fh.flush()
+        self._fh.truncate(offset)
+        self._fh.seek(offset)
+
     def close(self) -> None:
+        if self._fh.closed:
+            return
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._fh.close()
+
+
+class MemoryWriter:
+    """A row sink that keeps the rows in a list: a run judged from Python with no files."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def write(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+
+    def flush(self) -> None:
+        return None  # nothing is buffered
+
+    def tell(self) -> int:
+        return len(self.rows)
+
+    def truncate(self, offset: int) -> None:
+        del self.rows[offset:]
+
+    def close(self) -> None:
+        return None  # nothing to release
+
+
+RowSink = JsonlWriter | MemoryWriter
