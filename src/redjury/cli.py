@@ -62,7 +62,10 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
 @app.command()
 def run(
     inputs: Annotated[
-        list[Path], typer.Argument(help="Attempt files: redjury JSONL or garak report.jsonl.")
+        list[Path],
+        typer.Argument(
+            help="Attempt files: redjury JSONL, garak report.jsonl, promptfoo results, inspect_ai logs, PyRIT or Azure red-team results."
+        ),
     ],
     config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file.")] = None,
     out: Annotated[
