@@ -35,7 +35,7 @@ from redjury.formats.base import (
     reply_after_last_user,
     text_of,
 )
-from redjury.inputs import InputRecord, LineError
+from redjury.inputs import InputRecord
 
 _HEAD = re.compile(rb'"eval"\s*:\s*\{')
 _SAMPLE_NAME = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
@@ -90,10 +90,10 @@ def _zip_records(path: Path) -> Iterator[InputRecord]:
             try:
                 sample = _zip_json(path, archive, name)
             except DocumentError as exc:
-                err = exc.error
-                yield InputRecord(
-                    str(path), i + 1, None, LineError(err.path, i + 1, err.field, err.reason, name)
-                )
+                m = _SAMPLE_NAME.match(name)
+                assert m is not None
+                where = f"sample {m.group('id')} epoch {m.group('epoch')}"
+                yield bad(path, Located(i + 1, where), "(sample)", exc.error.reason)
                 continue
             yield _sample_record(path, i + 1, sample, header)
 

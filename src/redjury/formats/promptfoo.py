@@ -229,6 +229,13 @@ def _components(row: dict[str, Any]) -> list[tuple[str, bool | None]]:
     return out
 
 
+def _asserted(row: dict[str, Any]) -> list[str]:
+    """The assertion types a test case declares (what promptfoo would have graded)."""
+    asserts = mapping(row.get("testCase")).get("assert")
+    kinds = [a.get("type") for a in asserts or [] if isinstance(a, dict)]
+    return [verdict_name(k) for k in kinds if isinstance(k, str) and k]
+
+
 def verdict_name(assertion_type: str) -> str:
     """`promptfoo:<assertion type>`; red-team graders' own `promptfoo:` prefix is not doubled."""
     return "promptfoo:" + assertion_type.removeprefix("promptfoo:")
@@ -244,7 +251,7 @@ def verdicts(row: dict[str, Any], errored: bool) -> dict[str, list[float | None]
     """
     comps = _components(row)
     if errored:
-        return {name: [None] for name, _ in comps}
+        return {name: [None] for name in [n for n, _ in comps] or _asserted(row)}
     scores: dict[str, list[float | None]] = {}
     for name, passed in comps:
         if passed is None:

@@ -155,6 +155,9 @@ def _conversation_fields(
         notes["labels"] = first["labels"]
     if unplaced:
         notes["scores_not_on_replies"] = unplaced
+    sent = [p for g in groups if g[0]["role"] == "user" for p in g]
+    if sent and sent[-1].get("original_value") != sent[-1].get("converted_value"):
+        notes["original_prompt"] = sent[-1].get("original_value")
     goal = next(
         (
             s.get("objective") or s.get("task")
