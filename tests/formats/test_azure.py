@@ -36,3 +36,13 @@ def test_an_attack_without_conversation_is_reported_by_its_index(tmp_path: Path)
     src.write_text(json.dumps(doc))
     errors = [str(r.error) for r in records(src) if r.error]
     assert errors == [f"{src}:attack_details[0]: conversation: missing or not a list"]
+
+
+def test_the_eval_run_summary_conversations_read_like_attack_details(tmp_path: Path) -> None:
+    doc = json.loads(SCAN.read_text())
+    run = {"object": "eval.run", "id": "run-9", "conversations": doc["attack_details"]}
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(run, indent=2))
+    got = attempts(src)
+    assert sorted(got) == ["run-9:0", "run-9:1", "run-9:2"]
+    assert {a.run_id for a in got.values()} == {"run-9"}

@@ -89,3 +89,22 @@ def test_an_attack_without_objective_is_reported_by_its_index(tmp_path: Path) ->
     src.write_text(json.dumps(doc))
     errors = [str(r.error) for r in records(src) if r.error]
     assert errors == [f"{src}:attack_results[2]: objective: missing or not a string"]
+
+
+def test_a_scorers_own_conversation_with_its_judge_is_not_an_attack(tmp_path: Path) -> None:
+    pieces = json.loads(MEMORY.read_text())
+    judge = [dict(p, conversation_id="judge-1", id=f"j{i}") for i, p in enumerate(pieces[:2])]
+    for p in judge:
+        p["scorer_identifier"] = {"__type__": "SelfAskTrueFalseScorer"}
+        p["scores"] = []
+    src = tmp_path / "mem.json"
+    src.write_text(json.dumps(pieces + judge))
+    assert "judge-1" not in attempts(src)
+
+
+def test_results_written_with_a_repeated_id_stay_separate_attempts(tmp_path: Path) -> None:
+    doc = json.loads((DATA / "pyrit_attacks.json").read_text())
+    doc["attack_results"][1]["conversation_id"] = "atk-1"
+    src = tmp_path / "attacks.json"
+    src.write_text(json.dumps(doc))
+    assert sorted(attempts(src)) == ["atk-1", "atk-1#2", "atk-3"]

@@ -30,8 +30,21 @@ _KEYS = ("attack_details", "redteaming_data")
 _HEAD = re.compile(rb'"(?:attack_details|redteaming_data)"\s*:\s*\[')
 
 
+def _details_key(doc: Any) -> str | None:
+    """Where the attacks are: `attack_details` (a scan), `redteaming_data` (older scans),
+    or `conversations` of the same shape in the `eval.run` summary."""
+    if not isinstance(doc, dict):
+        return None
+    for key in _KEYS:
+        if isinstance(doc.get(key), list):
+            return key
+    if doc.get("object") == "eval.run" and isinstance(doc.get("conversations"), list):
+        return "conversations"
+    return None
+
+
 def claims(doc: Any) -> bool:
-    return isinstance(doc, dict) and any(isinstance(doc.get(k), list) for k in _KEYS)
+    return _details_key(doc) is not None
 
 
 def read(path: Path) -> Iterator[InputRecord]:
@@ -42,7 +55,8 @@ def _records(path: Path) -> Iterator[InputRecord]:
     doc = load_json(path)
     if not claims(doc):
         raise document_error(path, "attack_details", "not an Azure AI red-team scan")
-    key = next(k for k in _KEYS if isinstance(doc.get(k), list))
+    key = _details_key(doc)
+    assert key is not None
     for i, detail in enumerate(doc[key]):
         at = Located(i + 1, f"{key}[{i}]")
         if not isinstance(detail, dict):

@@ -70,9 +70,22 @@ def attempt_record(path: Path, at: Located, fields: dict[str, Any]) -> InputReco
 
 
 def guarded(path: Path, records: Iterable[InputRecord]) -> Iterator[InputRecord]:
-    """Turn a DocumentError raised while reading into one error record."""
+    """The records of one document, with a DocumentError turned into one error record.
+
+    A tool may give two records of one file the same id (promptfoo rows of a repeated
+    test, an attack result written twice); each is still its own attempt, so a repeat
+    gets the record's place appended (`id#7`) instead of being refused as a duplicate.
+    """
+    seen: set[str] = set()
     try:
-        yield from records
+        for rec in records:
+            attempt = rec.attempt
+            if attempt is not None:
+                if attempt.id in seen:
+                    attempt = attempt.model_copy(update={"id": f"{attempt.id}#{rec.line}"})
+                    rec = InputRecord(rec.path, rec.line, attempt)
+                seen.add(attempt.id)
+            yield rec
     except DocumentError as exc:
         yield InputRecord(str(path), exc.error.line, None, exc.error)
 

@@ -35,6 +35,7 @@ _MEMORY_HEAD = re.compile(rb'\A\s*\[\s*\{[^\[]*?"conversation_id"\s*:', re.S)
 _ATTACKS_HEAD = re.compile(rb'"attack_results"\s*:')
 _TEXT_TYPES = frozenset({"text", None})
 _OUTCOMES = {"success": 1.0, "failure": 0.0, "undetermined": None, "error": None}
+_ATTACK_KEYS = ("attack_type", "attack_strategy", "strategy", "attack")
 _SCORE_KEYS = ("objective_score", "score", "last_score", "automated_objective_score")
 
 
@@ -92,6 +93,8 @@ def _memory_records(path: Path) -> Iterator[InputRecord]:
         else:
             conversations.setdefault(item["conversation_id"], []).append((i, item))
     for cid, pieces in conversations.items():
+        if any(p.get("scorer_identifier") for _, p in pieces):
+            continue  # a scorer's own exchange with its judge model, not an attack
         at = Located(pieces[0][0] + 1, f"conversation {cid}")
         yield attempt_record(path, at, _conversation_fields(cid, pieces, loose_scores))
 
@@ -251,6 +254,9 @@ def _conversation(result: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def _response_text(value: Any) -> str | None:
+    if isinstance(value, list):  # the pieces of a multi-part response
+        texts = [t for t in (_response_text(v) for v in value) if t]
+        return "\n".join(texts) if texts else None
     if isinstance(value, dict):
         for key in ("converted_value", "original_value", "content", "text"):
             if key in value:
@@ -277,7 +283,7 @@ def _attack_fields(
     if reply is None and turns:
         reply = reply_after_last_user(turns)
     score = next((result[k] for k in _SCORE_KEYS if isinstance(result.get(k), dict)), None)
-    given, verdict = outcome_value(result.get("outcome"))
+    given, verdict = outcome_value(result.get("outcome", result.get("success")))
     if not given and score is not None:
         verdict = pyrit_value(score)
     name = (
@@ -285,7 +291,9 @@ def _attack_fields(
         if score and class_name(score.get("scorer_class_identifier"))
         else "pyrit:objective"
     )
-    attack = class_name(result.get("attack_identifier")) or result.get("attack_type")
+    attack = class_name(result.get("attack_identifier")) or next(
+        (result[k] for k in _ATTACK_KEYS if isinstance(result.get(k), str) and result[k]), None
+    )
     harms = result.get("targeted_harm_categories")
     run = context.get("id") or context.get("scenario_id")
     target = result.get("objective_target_identifier") or context.get("objective_target_identifier")
