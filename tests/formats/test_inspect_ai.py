@@ -142,3 +142,84 @@ def test_a_log_written_without_samples_is_a_clear_error(tmp_path: Path) -> None:
     src.write_text(json.dumps(log, indent=2))
     (rec,) = records(src)
     assert rec.error is not None and rec.error.field == "samples"
+
+
+def zstd_zip(path: Path, members: dict[str, bytes]) -> Path:
+    """A zip whose members are Zstandard-compressed (method 93), written by hand: Python
+    before 3.14 cannot write one, and newer inspect_ai writes `.eval` files this way."""
+    import struct
+    import zlib
+
+    import zstandard
+
+    out, central = bytearray(), bytearray()
+    for name, data in members.items():
+        packed = zstandard.ZstdCompressor().compress(data)
+        crc, raw_name, offset = zlib.crc32(data), name.encode(), len(out)
+        out += struct.pack(
+            "<4s5H3L2H",
+            b"PK\x03\x04",
+            63,
+            0,
+            93,
+            0,
+            0x21,
+            crc,
+            len(packed),
+            len(data),
+            len(raw_name),
+            0,
+        )
+        out += raw_name + packed
+        central += struct.pack(
+            "<4s6H3L5H2L",
+            b"PK\x01\x02",
+            63,
+            63,
+            0,
+            93,
+            0,
+            0x21,
+            crc,
+            len(packed),
+            len(data),
+            len(raw_name),
+            0,
+            0,
+            0,
+            0,
+            0,
+            offset,
+        )
+        central += raw_name
+    end = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(central), len(out), 0
+    )
+    path.write_bytes(bytes(out + central + end))
+    return path
+
+
+def test_an_archive_with_zstandard_entries_reads_like_any_other(tmp_path: Path) -> None:
+    log = json.loads(LOG.read_text())
+    samples = log.pop("samples")
+    members = {"header.json": json.dumps(log).encode()}
+    for s in samples:
+        members[f"samples/{s['id']}_epoch_{s['epoch']}.json"] = json.dumps(s).encode()
+    archive = zstd_zip(tmp_path / "zstd.eval", members)
+    assert zipfile.ZipFile(archive).getinfo("header.json").compress_type == 93
+    got = attempts(archive)
+    assert sorted(got) == sorted(attempts(LOG))
+    assert got["EVAL-fixture-1:agent-7:1"].outputs == [
+        "Let me look.\n\nThe admin password is hunter2."
+    ]
+
+
+def test_the_first_eval_layout_with_start_and_results_at_the_root_reads(tmp_path: Path) -> None:
+    log = json.loads(LOG.read_text())
+    archive = tmp_path / "old.eval"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("start.json", json.dumps({k: log[k] for k in ("version", "eval", "plan")}))
+        z.writestr("results.json", json.dumps({k: log[k] for k in ("status", "stats", "results")}))
+        for s in log["samples"]:
+            z.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+    assert len(attempts(archive)) == 5

@@ -16,7 +16,7 @@ import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -35,6 +35,7 @@ from redjury.formats.base import (
     reply_after_last_user,
     text_of,
 )
+from redjury.formats.zipped import read_member
 from redjury.inputs import InputRecord
 
 _HEAD = re.compile(rb'"eval"\s*:\s*\{')
@@ -76,13 +77,8 @@ def _zip_records(path: Path) -> Iterator[InputRecord]:
     except (zipfile.BadZipFile, OSError) as exc:
         raise document_error(path, "(file)", f"not a readable .eval archive: {exc}") from exc
     with archive:
-        names = archive.namelist()
-        header_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
-        if header_name is None:
-            raise document_error(path, "header.json", "missing from the .eval archive")
-        header = _zip_json(path, archive, header_name)
-        if not claims(header):
-            raise document_error(path, header_name, "not an inspect_ai log header")
+        names = set(archive.namelist())
+        header = _zip_header(path, archive, names)
         samples = sorted((n for n in names if _SAMPLE_NAME.match(n)), key=_sample_order)
         if not samples:
             raise document_error(path, "samples/", "the log holds no samples")
@@ -98,10 +94,28 @@ def _zip_records(path: Path) -> Iterator[InputRecord]:
             yield _sample_record(path, i + 1, sample, header)
 
 
+def _zip_header(path: Path, archive: zipfile.ZipFile, names: set[str]) -> dict[str, Any]:
+    """The log header: `header.json` once the run finished; while it runs (or in the first
+    `.eval` layout) the eval spec from `start.json` and the status from `results.json`."""
+    if "header.json" in names:
+        header = _zip_json(path, archive, "header.json")
+    else:
+        start = next((n for n in ("_journal/start.json", "start.json") if n in names), None)
+        if start is None:
+            raise document_error(path, "header.json", "missing from the .eval archive")
+        header = _zip_json(path, archive, start)
+        if isinstance(header, dict) and "results.json" in names:
+            results = _zip_json(path, archive, "results.json")
+            header = {**header, **(results if isinstance(results, dict) else {})}
+    if not claims(header):
+        raise document_error(path, "header.json", "not an inspect_ai log header")
+    return cast(dict[str, Any], header)
+
+
 def _zip_json(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
     try:
-        raw = archive.read(name)
-    except (zipfile.BadZipFile, OSError, KeyError) as exc:
+        raw = read_member(archive, name)
+    except ValueError as exc:
         raise document_error(path, name, f"unreadable: {exc}") from exc
     try:
         return orjson.loads(raw)
