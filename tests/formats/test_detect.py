@@ -56,3 +56,11 @@ def test_an_eval_archive_is_inspect_and_jsonl_stays_redjury_or_garak(tmp_path: P
     garak = tmp_path / "g.jsonl"
     garak.write_text('{"entry_type": "start_run setup"}\n')
     assert detect_format(garak) == "garak"
+
+
+def test_a_tool_key_quoted_inside_a_string_does_not_decide_the_format(tmp_path: Path) -> None:
+    doc = json.loads((DATA / "promptfoo_v2.json").read_text())
+    doc["results"]["results"][0]["response"]["output"] = '{"attack_details": [1], "eval": {}}'
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps({"config": {"note": "first"}, **doc}, indent=2))
+    assert detect_format(src) == "promptfoo"

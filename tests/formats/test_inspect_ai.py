@@ -223,3 +223,14 @@ def test_the_first_eval_layout_with_start_and_results_at_the_root_reads(tmp_path
         for s in log["samples"]:
             z.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
     assert len(attempts(archive)) == 5
+
+
+def test_a_transcript_ending_on_a_user_note_falls_back_to_the_scored_completion(
+    tmp_path: Path,
+) -> None:
+    log = json.loads(LOG.read_text())
+    first = log["samples"][0]
+    first["messages"].append({"role": "user", "content": "[usage] 52 tokens used"})
+    src = tmp_path / "log.json"
+    src.write_text(json.dumps(log))
+    assert attempts(src)["EVAL-fixture-1:1:1"].outputs == ["I can't help with that."]

@@ -27,7 +27,7 @@ from redjury.formats.base import (
 from redjury.inputs import InputRecord
 
 _KEYS = ("attack_details", "redteaming_data")
-_HEAD = re.compile(rb'"(?:attack_details|redteaming_data)"\s*:\s*\[')
+_HEAD = re.compile(rb'(?<!\\)"(?:attack_details|redteaming_data)"\s*:\s*\[')
 
 
 def _details_key(doc: Any) -> str | None:

@@ -38,7 +38,7 @@ from redjury.formats.base import (
 from redjury.formats.zipped import read_member
 from redjury.inputs import InputRecord
 
-_HEAD = re.compile(rb'"eval"\s*:\s*\{')
+_HEAD = re.compile(rb'(?<!\\)"eval"\s*:\s*\{')
 _SAMPLE_NAME = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
 _LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
@@ -147,7 +147,9 @@ def _sample_fields(sample: dict[str, Any], log: dict[str, Any], path: Path) -> d
     spec = log["eval"]
     attachments = mapping(sample.get("attachments"))
     turns = [_turn(m, attachments) for m in sample.get("messages") or [] if isinstance(m, dict)]
-    reply = reply_after_last_user(turns) if turns else _completion(sample.get("output"))
+    # The completion the scorers saw stands in when no assistant turn follows the last
+    # user turn (a transcript that ends on a user note) or there is no transcript.
+    reply = (reply_after_last_user(turns) if turns else None) or _completion(sample.get("output"))
     metadata = mapping(sample.get("metadata"))
     key = spec.get("eval_id") or spec.get("task_id") or spec.get("run_id") or path.name
     scores, raw_scores = scores_of(sample, log)

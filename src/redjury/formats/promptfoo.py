@@ -34,7 +34,7 @@ FAILURE_ERROR = 2
 # Strategies whose redteamHistory lists independent tries, not one conversation.
 ITERATIVE_STRATEGIES = frozenset({"jailbreak", "jailbreak:tree", "jailbreak:meta"})
 TEST_VERDICT = "promptfoo:test"
-_HEAD = re.compile(rb'"evalId"\s*:|\A\s*\{\s*"version"\s*:\s*1\s*,\s*"results"\s*:\s*\[')
+_HEAD = re.compile(rb'(?<!\\)"evalId"\s*:|\A\s*\{\s*"version"\s*:\s*1\s*,\s*"results"\s*:\s*\[')
 
 
 def claims(doc: Any) -> bool:

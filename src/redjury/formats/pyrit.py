@@ -32,7 +32,7 @@ from redjury.formats.base import (
 from redjury.inputs import InputRecord
 
 _MEMORY_HEAD = re.compile(rb'\A\s*\[\s*\{[^\[]*?"conversation_id"\s*:', re.S)
-_ATTACKS_HEAD = re.compile(rb'"attack_results"\s*:')
+_ATTACKS_HEAD = re.compile(rb'(?<!\\)"attack_results"\s*:')
 _TEXT_TYPES = frozenset({"text", None})
 _OUTCOMES = {"success": 1.0, "failure": 0.0, "undetermined": None, "error": None}
 _ATTACK_KEYS = ("attack_type", "attack_strategy", "strategy", "attack")
