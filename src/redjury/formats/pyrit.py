@@ -34,6 +34,7 @@ from redjury.inputs import InputRecord
 _MEMORY_HEAD = re.compile(rb'\A\s*\[\s*\{[^\[]*?"conversation_id"\s*:', re.S)
 _ATTACKS_HEAD = re.compile(rb'(?<!\\)"attack_results"\s*:')
 _TEXT_TYPES = frozenset({"text", None})
+_PRINTED_PIECE = re.compile(r"\A\{.*?\}: (?:assistant|simulated_assistant): (.*)\Z", re.S)
 _OUTCOMES = {"success": 1.0, "failure": 0.0, "undetermined": None, "error": None}
 _ATTACK_KEYS = ("attack_type", "attack_strategy", "strategy", "attack")
 _SCORE_KEYS = ("objective_score", "score", "last_score", "automated_objective_score")
@@ -262,7 +263,21 @@ def _response_text(value: Any) -> str | None:
             if key in value:
                 return text_of(value[key])
         return None
+    if isinstance(value, str):
+        # `str(MessagePiece)` as `json.dump(..., default=str)` writes it: "<target>: role: text"
+        printed = _PRINTED_PIECE.match(value)
+        return printed.group(1) if printed else value
     return text_of(value)
+
+
+def _score_of(value: Any) -> dict[str, Any] | None:
+    """A score as a dict; `str(Score)` ("Scorer: category: value") is read back into one."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.count(": ") >= 2:
+        scorer, rest = value.split(": ", 1)
+        return {"score_value": rest.rsplit(": ", 1)[1], "scorer_class_identifier": scorer}
+    return None
 
 
 def outcome_value(outcome: Any) -> tuple[bool, float | None]:
@@ -282,7 +297,7 @@ def _attack_fields(
     reply = _response_text(response) if response is not None else None
     if reply is None and turns:
         reply = reply_after_last_user(turns)
-    score = next((result[k] for k in _SCORE_KEYS if isinstance(result.get(k), dict)), None)
+    score = next((s for k in _SCORE_KEYS if (s := _score_of(result.get(k))) is not None), None)
     given, verdict = outcome_value(result.get("outcome", result.get("success")))
     if not given and score is not None:
         verdict = pyrit_value(score)
