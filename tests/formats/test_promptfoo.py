@@ -102,3 +102,15 @@ def test_a_truncated_results_file_names_the_line_it_broke_on(tmp_path: Path) -> 
     assert rec.error is not None
     assert rec.error.line == text[: len(text) // 2].count("\n") + 1
     assert str(rec.error).startswith(f"{src}:{rec.error.line}: (file): not JSON")
+
+
+def test_free_form_fields_of_odd_types_are_read_not_refused(tmp_path: Path) -> None:
+    doc = json.loads(V3.read_text())
+    row = doc["results"]["results"][0]
+    row["metadata"]["goal"] = ["demean", "a group"]
+    row["metadata"]["harmCategory"] = 7
+    row["latencyMs"] = -1
+    src = tmp_path / "odd.json"
+    src.write_text(json.dumps(doc))
+    a = attempts(src)["r-hate-basic"]
+    assert (a.goal, a.intent, a.latency_ms) == ('["demean","a group"]', "7", None)

@@ -58,10 +58,28 @@ def document_error(path: Path, field: str, reason: str, line: int = 1) -> Docume
     return DocumentError(LineError(str(path), line, field, reason))
 
 
+_TEXT_FIELDS = ("id", "goal", "prompt", "intent", "hazard", "expected", "generator", "run_id")
+
+
+def _tidy(fields: dict[str, Any]) -> dict[str, Any]:
+    """Tools put what they like in free-form fields (a goal as a list, a numeric run id):
+    text fields become text, a latency that is not a duration is dropped."""
+    out = dict(fields)
+    for key in _TEXT_FIELDS:
+        value = out.get(key)
+        if value is not None and not isinstance(value, str):
+            out[key] = text_of(value)
+        if out.get(key) == "" and key != "prompt":
+            out[key] = None
+    latency = number(out.get("latency_ms"))
+    out["latency_ms"] = latency if latency is not None and 0 <= latency < float("inf") else None
+    return out
+
+
 def attempt_record(path: Path, at: Located, fields: dict[str, Any]) -> InputRecord:
     """Validate mapped fields into an Attempt, or an error naming the record and field."""
     try:
-        attempt = Attempt.model_validate(fields)
+        attempt = Attempt.model_validate(_tidy(fields))
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(record)"

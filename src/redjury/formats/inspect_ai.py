@@ -252,7 +252,11 @@ def _usage(model_usage: Any, model: Any) -> dict[str, int] | None:
         "output_tokens": "completion_tokens",
         "total_tokens": "total_tokens",
     }
-    out = {ours: usage[k] for k, ours in keys.items() if isinstance(usage.get(k), int)}
+    out = {
+        ours: usage[k]
+        for k, ours in keys.items()
+        if isinstance(usage.get(k), int) and not isinstance(usage[k], bool) and usage[k] >= 0
+    }
     return out or None
 
 

@@ -185,7 +185,9 @@ def _usage(usage: Any) -> dict[str, int] | None:
     out = {
         ours: usage[theirs]
         for theirs, ours in keys.items()
-        if isinstance(usage.get(theirs), int) and usage[theirs] >= 0
+        if isinstance(usage.get(theirs), int)
+        and not isinstance(usage[theirs], bool)
+        and usage[theirs] >= 0
     }
     return out or None
 
