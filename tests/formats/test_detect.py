@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from formats_testing import DATA
+from formats_testing import DATA, attempts
 
 from redjury.inputs import detect_format
 
@@ -64,3 +64,16 @@ def test_a_tool_key_quoted_inside_a_string_does_not_decide_the_format(tmp_path: 
     src = tmp_path / "results.json"
     src.write_text(json.dumps({"config": {"note": "first"}, **doc}, indent=2))
     assert detect_format(src) == "promptfoo"
+
+
+def test_a_document_written_with_a_byte_order_mark_is_recognised_and_read(tmp_path: Path) -> None:
+    src = tmp_path / "scan.json"
+    src.write_bytes(b"\xef\xbb\xbf" + (DATA / "azure_scan.json").read_bytes())
+    assert detect_format(src) == "azure_red_team"
+    assert len(attempts(src)) == 3
+
+
+def test_a_jsonl_file_with_a_long_first_line_stays_redjury(tmp_path: Path) -> None:
+    src = tmp_path / "long.jsonl"
+    src.write_text(json.dumps({"id": "a", "output": "x" * 200_000}) + "\n" + '{"id": "b"}\n')
+    assert detect_format(src) == "redjury"

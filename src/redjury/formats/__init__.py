@@ -17,6 +17,7 @@ import orjson
 from redjury.inputs import InputRecord
 
 HEAD_BYTES = 1 << 16
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -45,24 +46,26 @@ def sniff(path: Path) -> str | None:
     """The tool whose records `path` holds, or None for JSONL (redjury's or garak's)."""
     try:
         with path.open("rb") as fh:
-            head = fh.read(HEAD_BYTES)
+            if fh.read(4) == b"PK\x03\x04":
+                return "inspect_ai" if zipfile.is_zipfile(path) else None
+            fh.seek(0)
+            # The whole first line: a JSONL record, or all of a document written on one line.
+            first = fh.readline().removeprefix(BOM)
+            head = first + fh.read(HEAD_BYTES)
     except OSError:
         return None
-    if head.startswith(b"PK\x03\x04"):
-        return "inspect_ai" if zipfile.is_zipfile(path) else None
-    body = head.lstrip()
-    if body[:1] not in (b"{", b"["):
+    if head.lstrip()[:1] not in (b"{", b"["):
         return None
     try:
-        return classify(orjson.loads(body.split(b"\n", 1)[0]))
+        return classify(orjson.loads(first))
     except ValueError:
         pass
-    # A pretty-printed document: its first keys usually give it away; else parse it all.
+    # A document over several lines: its first keys usually give it away; else parse it all.
     for fmt in _registry():
         if fmt.head(head):
             return fmt.name
     try:
-        return classify(orjson.loads(path.read_bytes()))
+        return classify(orjson.loads(path.read_bytes().removeprefix(BOM)))
     except ValueError:
         return None
 

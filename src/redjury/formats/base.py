@@ -35,7 +35,7 @@ class DocumentError(Exception):
 
 def load_json(path: Path, raw: bytes | None = None) -> Any:
     """Parse a whole JSON document; on failure name the line it broke on."""
-    data = path.read_bytes() if raw is None else raw
+    data = (path.read_bytes() if raw is None else raw).removeprefix(b"\xef\xbb\xbf")
     try:
         return orjson.loads(data)
     except ValueError:
