@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,17 +88,23 @@ def _memory_records(path: Path) -> Iterator[InputRecord]:
             yield bad(path, at, "(piece)", "not a JSON object")
         elif "score_value" in item and "role" not in item:
             loose_scores.setdefault(str(item.get("prompt_request_response_id")), []).append(item)
-        elif not isinstance(item.get("conversation_id"), str) or not item["conversation_id"]:
+        elif not _is_key(item.get("conversation_id")):
             yield bad(path, at, "conversation_id", "missing or not a string")
         elif not isinstance(item.get("role"), str):
             yield bad(path, at, "role", "missing or not a string")
         else:
-            conversations.setdefault(item["conversation_id"], []).append((i, item))
+            conversations.setdefault(str(item["conversation_id"]), []).append((i, item))
     for cid, pieces in conversations.items():
         if any(p.get("scorer_identifier") for _, p in pieces):
             continue  # a scorer's own exchange with its judge model, not an attack
         at = Located(pieces[0][0] + 1, f"conversation {cid}")
         yield attempt_record(path, at, _conversation_fields(cid, pieces, loose_scores))
+
+
+def _is_key(value: Any) -> bool:
+    return (isinstance(value, str) and bool(value)) or (
+        isinstance(value, int) and not isinstance(value, bool)
+    )
 
 
 def _piece_text(piece: dict[str, Any]) -> str | None:
@@ -129,61 +136,78 @@ def _group_text(group: list[dict[str, Any]]) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def _conversation_fields(
-    cid: str, pieces: list[tuple[int, dict[str, Any]]], loose: dict[str, list[dict[str, Any]]]
-) -> dict[str, Any]:
-    groups = _messages(pieces)
-    turns: list[dict[str, Any]] = []
-    outputs: list[str | None] = []
-    scored: list[list[dict[str, Any]]] = []
-    unplaced = 0
+@dataclass
+class _Conversation:
+    """A conversation read in order: its transcript, the replies and the scores on each."""
+
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[str | None] = field(default_factory=list)
+    scored: list[list[dict[str, Any]]] = field(default_factory=list)
+    unplaced: int = 0  # scores on turns that are not replies (a scored prompt)
+
+    def verdicts(self) -> dict[str, list[float | None]]:
+        out: dict[str, list[float | None]] = {}
+        for k, scores in enumerate(self.scored):
+            for score in scores:
+                out.setdefault(_scorer(score), [None] * len(self.outputs))[k] = pyrit_value(score)
+        return out
+
+    def goal(self) -> str | None:
+        objectives = (s.get("objective") or s.get("task") for ss in self.scored for s in ss)
+        return next((o for o in objectives if isinstance(o, str) and o), None)
+
+
+def _read_conversation(
+    groups: list[list[dict[str, Any]]], loose: dict[str, list[dict[str, Any]]]
+) -> _Conversation:
+    conv = _Conversation()
     for group in groups:
         role = str(group[0]["role"])
         text = _group_text(group)
         scores = [s for p in group for s in _piece_scores(p, loose)]
-        turns.append(
-            {"role": "assistant" if role == "simulated_assistant" else role, "content": text}
-        )
+        shown = "assistant" if role == "simulated_assistant" else role
+        conv.turns.append({"role": shown, "content": text})
         if role == "assistant":
-            outputs.append(text)
-            scored.append(scores)
+            conv.outputs.append(text)
+            conv.scored.append(scores)
         else:
-            unplaced += len(scores)
-    first = groups[0][0]
-    verdicts: dict[str, list[float | None]] = {}
-    for k, scores in enumerate(scored):
-        for score in scores:
-            verdicts.setdefault(_scorer(score), [None] * len(outputs))[k] = pyrit_value(score)
+            conv.unplaced += len(scores)
+    return conv
+
+
+def _memory_notes(
+    cid: str, groups: list[list[dict[str, Any]]], conv: _Conversation
+) -> dict[str, Any]:
     notes: dict[str, Any] = {"source_format": "pyrit memory export", "conversation_id": cid}
-    if first.get("labels"):
-        notes["labels"] = first["labels"]
-    if unplaced:
-        notes["scores_not_on_replies"] = unplaced
+    if groups[0][0].get("labels"):
+        notes["labels"] = groups[0][0]["labels"]
+    if conv.unplaced:
+        notes["scores_not_on_replies"] = conv.unplaced
     sent = [p for g in groups if g[0]["role"] == "user" for p in g]
     if sent and sent[-1].get("original_value") != sent[-1].get("converted_value"):
         notes["original_prompt"] = sent[-1].get("original_value")
-    goal = next(
-        (
-            s.get("objective") or s.get("task")
-            for ss in scored
-            for s in ss
-            if s.get("objective") or s.get("task")
-        ),
-        None,
-    )
-    attack = first.get("attack_identifier") or first.get("orchestrator_identifier")
+    return notes
+
+
+def _conversation_fields(
+    cid: str, pieces: list[tuple[int, dict[str, Any]]], loose: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    groups = _messages(pieces)
+    conv = _read_conversation(groups, loose)
+    first = groups[0][0]
+    attack = class_name(first.get("attack_identifier") or first.get("orchestrator_identifier"))
     harms = first.get("targeted_harm_categories")
     return {
         "id": cid,
-        "probe": f"pyrit:{class_name(attack)}" if class_name(attack) else "pyrit",
-        "goal": goal if isinstance(goal, str) else None,
-        "prompt": last_user_text(turns),
-        "outputs": outputs or [None],
-        "messages": turns,
+        "probe": f"pyrit:{attack}" if attack else "pyrit",
+        "goal": conv.goal(),
+        "prompt": last_user_text(conv.turns),
+        "outputs": conv.outputs or [None],
+        "messages": conv.turns,
         "intent": harms[0] if isinstance(harms, list) and harms else None,
         "generator": _target_name(first.get("prompt_target_identifier")),
-        "notes": notes,
-        "detector_results": verdicts if outputs else {},
+        "notes": _memory_notes(cid, groups, conv),
+        "detector_results": conv.verdicts() if conv.outputs else {},
     }
 
 
@@ -289,47 +313,57 @@ def outcome_value(outcome: Any) -> tuple[bool, float | None]:
     return True, _OUTCOMES.get(outcome.rsplit(".", 1)[-1].strip().lower())
 
 
-def _attack_fields(
-    result: dict[str, Any], strategy: str | None, index: int, context: dict[str, Any], path: Path
-) -> dict[str, Any]:
-    turns = _conversation(result)
-    response = next((result[k] for k in ("response", "last_response") if k in result), None)
-    reply = _response_text(response) if response is not None else None
-    if reply is None and turns:
-        reply = reply_after_last_user(turns)
+def attack_verdict(result: dict[str, Any]) -> tuple[str, float | None, dict[str, Any] | None]:
+    """(detector name, verdict, the objective score): the outcome decides; without one, the
+    objective score's value. Named after the objective scorer's class when it is known."""
     score = next((s for k in _SCORE_KEYS if (s := _score_of(result.get(k))) is not None), None)
     given, verdict = outcome_value(result.get("outcome", result.get("success")))
     if not given and score is not None:
         verdict = pyrit_value(score)
-    name = (
-        _scorer(score)
-        if score and class_name(score.get("scorer_class_identifier"))
-        else "pyrit:objective"
-    )
-    attack = class_name(result.get("attack_identifier")) or next(
-        (result[k] for k in _ATTACK_KEYS if isinstance(result.get(k), str) and result[k]), None
-    )
-    harms = result.get("targeted_harm_categories")
-    run = context.get("id") or context.get("scenario_id")
-    target = result.get("objective_target_identifier") or context.get("objective_target_identifier")
+    named = score is not None and class_name(score.get("scorer_class_identifier"))
+    return (_scorer(score) if score and named else "pyrit:objective"), verdict, score
+
+
+def _reply(result: dict[str, Any], turns: list[dict[str, Any]] | None) -> str | None:
+    response = next((result[k] for k in ("response", "last_response") if k in result), None)
+    reply = _response_text(response) if response is not None else None
+    return reply if reply is not None or not turns else reply_after_last_user(turns)
+
+
+def _attack_notes(result: dict[str, Any], score: dict[str, Any] | None) -> dict[str, Any]:
     notes: dict[str, Any] = {"source_format": "pyrit attack results"}
     for key in ("outcome", "outcome_reason", "executed_turns", "labels"):
         if result.get(key) not in (None, "", {}, []):
             notes[key] = result[key]
     if score is not None and score.get("score_rationale"):
         notes["score_rationale"] = score["score_rationale"]
+    return notes
+
+
+def _attack_fields(
+    result: dict[str, Any], strategy: str | None, index: int, context: dict[str, Any], path: Path
+) -> dict[str, Any]:
+    turns = _conversation(result)
+    name, verdict, score = attack_verdict(result)
+    attack = strategy or class_name(result.get("attack_identifier"))
+    attack = attack or next(
+        (result[k] for k in _ATTACK_KEYS if isinstance(result.get(k), str) and result[k]), None
+    )
+    harms = result.get("targeted_harm_categories")
+    run = context.get("id") or context.get("scenario_id")
+    target = result.get("objective_target_identifier") or context.get("objective_target_identifier")
     return {
         "id": result.get("conversation_id") or f"{run or path.name}:{index}",
-        "probe": f"pyrit:{strategy or attack}" if strategy or attack else "pyrit",
+        "probe": f"pyrit:{attack}" if attack else "pyrit",
         "goal": result["objective"],
         "prompt": (turns and last_user_text(turns)) or text_of(result.get("prompt")),
-        "outputs": [reply],
+        "outputs": [_reply(result, turns)],
         "messages": turns,
         "intent": harms[0] if isinstance(harms, list) and harms else None,
         "generator": _target_name(target),
         "run_id": str(run) if run else None,
         "latency_ms": number(result.get("execution_time_ms")),
-        "notes": notes,
+        "notes": _attack_notes(result, score),
         "detector_results": {name: [verdict]},
     }
 
