@@ -153,16 +153,6 @@ def _sample_fields(sample: dict[str, Any], log: dict[str, Any], path: Path) -> d
     metadata = mapping(sample.get("metadata"))
     key = spec.get("eval_id") or spec.get("task_id") or spec.get("run_id") or path.name
     scores, raw_scores = scores_of(sample, log)
-    notes: dict[str, Any] = {
-        "source_format": f"inspect_ai log v{log.get('version', '?')}",
-        "sample_id": sample.get("id"),
-        "epoch": sample.get("epoch", 1),
-    }
-    for name, value in (("inspect_scores", raw_scores), ("metadata", metadata)):
-        if value:
-            notes[name] = value
-    if sample.get("error"):
-        notes["error"] = _error_text(sample["error"])
     return {
         "id": f"{key}:{sample['id']}:{sample.get('epoch', 1)}",
         "probe": f"inspect:{spec.get('task') or 'task'}",
@@ -178,9 +168,25 @@ def _sample_fields(sample: dict[str, Any], log: dict[str, Any], path: Path) -> d
         "run_id": spec.get("run_id"),
         "latency_ms": (t * 1000.0) if (t := number(sample.get("total_time"))) is not None else None,
         "usage": _usage(sample.get("model_usage"), spec.get("model")),
-        "notes": notes,
+        "notes": _sample_notes(sample, log, raw_scores, metadata),
         "detector_results": scores,
     }
+
+
+def _sample_notes(
+    sample: dict[str, Any], log: dict[str, Any], raw_scores: dict[str, Any], meta: dict[str, Any]
+) -> dict[str, Any]:
+    notes: dict[str, Any] = {
+        "source_format": f"inspect_ai log v{log.get('version', '?')}",
+        "sample_id": sample.get("id"),
+        "epoch": sample.get("epoch", 1),
+    }
+    for name, value in (("inspect_scores", raw_scores), ("metadata", meta)):
+        if value:
+            notes[name] = value
+    if sample.get("error"):
+        notes["error"] = _error_text(sample["error"])
+    return notes
 
 
 def _resolve(text: Any, attachments: dict[str, Any]) -> Any:
