@@ -114,3 +114,15 @@ def test_free_form_fields_of_odd_types_are_read_not_refused(tmp_path: Path) -> N
     src.write_text(json.dumps(doc))
     a = attempts(src)["r-hate-basic"]
     assert (a.goal, a.intent, a.latency_ms) == ('["demean","a group"]', "7", None)
+
+
+def test_a_row_graded_by_one_assertion_without_components_is_named_after_it(
+    tmp_path: Path,
+) -> None:
+    doc = json.loads(V3.read_text())
+    row = doc["results"]["results"][1]
+    del row["gradingResult"]["componentResults"]
+    src = tmp_path / "nocomp.json"
+    src.write_text(json.dumps(doc))
+    got = attempts(src)["r-hate-crescendo"]
+    assert got.detector_results == {"promptfoo:redteam:harmful:hate": [1.0]}

@@ -270,7 +270,19 @@ def verdicts(row: dict[str, Any], errored: bool) -> dict[str, list[float | None]
     any_failed = any(s == [1.0] for s in scores.values())
     if scores and any_failed == (not success):
         return scores
-    return {TEST_VERDICT: [0.0 if success else 1.0]}
+    return {_row_grader(row, bool(comps)): [0.0 if success else 1.0]}
+
+
+def _row_grader(row: dict[str, Any], has_components: bool) -> str:
+    """The name for the row's own verdict: its single assertion's type where the row was
+    graded by one assertion and kept no components, else `promptfoo:test`."""
+    if has_components:
+        return TEST_VERDICT
+    assertion = mapping(mapping(row.get("gradingResult")).get("assertion")).get("type")
+    if isinstance(assertion, str) and assertion:
+        return verdict_name(assertion)
+    asserted = _asserted(row)
+    return asserted[0] if len(set(asserted)) == 1 else TEST_VERDICT
 
 
 FORMAT = DocumentFormat(
