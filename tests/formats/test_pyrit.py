@@ -124,3 +124,12 @@ def test_results_dumped_with_default_str_are_read_back(tmp_path: Path) -> None:
     a = attempts(src)["c-9"]
     assert a.outputs == ["It is: hunter2"]
     assert a.detector_results == {"pyrit:SelfAskTrueFalseScorer": [1.0]}
+
+
+def test_a_score_table_alone_is_a_clear_error_not_a_jsonl_parse_failure(tmp_path: Path) -> None:
+    scores = [p for p in json.loads(MEMORY.read_text()) if "role" not in p]
+    src = tmp_path / "ScoreEntries.json"
+    src.write_text(json.dumps(scores, indent=4))
+    (rec,) = records(src)
+    assert rec.error is not None
+    assert str(rec.error).startswith(f"{src}:1: prompt_request_response_id: PyRIT scores without")

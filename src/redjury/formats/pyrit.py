@@ -64,12 +64,12 @@ def _scorer(score: dict[str, Any]) -> str:
 
 # -- memory export --------------------------------------------------------------------
 def claims_memory(doc: Any) -> bool:
+    """A list of message pieces, or of score rows alone (the ScoreEntries table)."""
     first = doc[0] if isinstance(doc, list) and doc else None
-    return (
-        isinstance(first, dict)
-        and "conversation_id" in first
-        and ("original_value" in first or "converted_value" in first)
-    )
+    if not isinstance(first, dict):
+        return False
+    piece = "conversation_id" in first and ("original_value" in first or "converted_value" in first)
+    return piece or ("score_value" in first and "prompt_request_response_id" in first)
 
 
 def read_memory(path: Path) -> Iterator[InputRecord]:
@@ -94,6 +94,13 @@ def _memory_records(path: Path) -> Iterator[InputRecord]:
             yield bad(path, at, "role", "missing or not a string")
         else:
             conversations.setdefault(str(item["conversation_id"]), []).append((i, item))
+    if loose_scores and not conversations:
+        raise document_error(
+            path,
+            "prompt_request_response_id",
+            "PyRIT scores without the conversations they score: export them in one file "
+            "(export_conversations nests each piece's scores)",
+        )
     for cid, pieces in conversations.items():
         if any(p.get("scorer_identifier") for _, p in pieces):
             continue  # a scorer's own exchange with its judge model, not an attack
