@@ -73,10 +73,12 @@ def _records(path: Path) -> Iterator[InputRecord]:
 
 
 def _meta(row: dict[str, Any]) -> dict[str, Any]:
-    """Red-team metadata sits on the row (v3) or on its test case (older runs)."""
-    test = mapping(row.get("testCase"))
+    """Red-team metadata sits on the row (v3), on its test case (older runs) or on the
+    grading result; the row's own wins."""
+    test = mapping(row.get("testCase") or row.get("test"))
+    grading = mapping(row.get("gradingResult"))
     merged: dict[str, Any] = {}
-    for source in (test.get("metadata"), row.get("metadata")):
+    for source in (grading.get("metadata"), test.get("metadata"), row.get("metadata")):
         if isinstance(source, dict):
             merged.update(source)
     return merged
