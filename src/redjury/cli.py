@@ -6,13 +6,16 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
 
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
 from redjury.inputs import InputError
+
+if TYPE_CHECKING:
+    from redjury.detectors.base import Detector
 
 app = typer.Typer(
     add_completion=False,
@@ -63,7 +66,10 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
 @app.command()
 def run(
     inputs: Annotated[
-        list[Path], typer.Argument(help="Attempt files: redjury JSONL or garak report.jsonl.")
+        list[Path],
+        typer.Argument(
+            help="Attempt files: redjury JSONL, garak report.jsonl, promptfoo results, inspect_ai logs, PyRIT or Azure red-team results."
+        ),
     ],
     config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file.")] = None,
     out: Annotated[
@@ -311,6 +317,13 @@ def audit(
     offline: Annotated[
         bool, typer.Option("--offline", help="Never download; use the dataset cache.")
     ] = False,
+    records: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--records",
+            help="Audit a tool's own verdicts (--detector <tool>:<grader>) read from these files.",
+        ),
+    ] = None,
 ) -> None:
     """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
     from redjury.audit.command import run_audit
@@ -320,12 +333,30 @@ def audit(
     except ConfigError as exc:
         raise _fail("\n".join(exc.messages)) from None
     out_dir = out or Path("runs") / dt.datetime.now().strftime("audit-%Y%m%d-%H%M%S")
+    audited: str | Detector | None = detector
+    if records:
+        audited = _recorded(cfg, detector, records)
     code = run_audit(
-        cfg, out_dir, detector=detector, use_cache=not no_cache, echo=typer.echo, offline=offline
+        cfg, out_dir, detector=audited, use_cache=not no_cache, echo=typer.echo, offline=offline
     )
     if code:
         raise typer.Exit(code)
     typer.echo(f"report: {out_dir / 'redjury.report.jsonl'}")
+
+
+def _recorded(cfg: RunConfig, grader: str | None, records: list[Path]) -> Detector:
+    """The tool verdicts `--records` names, as a detector; the robustness wrappers are off
+    (they change the reply, which a recorded verdict never sees)."""
+    from redjury.formats.recorded import recorded_verdicts
+
+    if not grader:
+        raise _fail("--records needs --detector <tool>:<grader> (e.g. promptfoo:redteam:pii)")
+    try:
+        built = recorded_verdicts(grader, records)
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    cfg.evaluation.audit.robustness.enabled = False
+    return built
 
 
 @detectors_app.command("list")

@@ -28,9 +28,11 @@ class LineError:
     line: int
     field: str
     reason: str
+    # A record of a JSON document has no line of its own: `sample 3 epoch 1`, `results[4]`.
+    where: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.field}: {self.reason}"
+        return f"{self.path}:{self.where or self.line}: {self.field}: {self.reason}"
 
 
 class InputError(ValueError):
@@ -124,7 +126,14 @@ def _validation_errors(path: str, line: int, exc: ValidationError) -> list[LineE
 
 
 def detect_format(path: Path) -> str:
-    """`garak` when the first record has garak's `entry_type`, else `redjury`."""
+    """Another tool's format recognised from the content (promptfoo, inspect_ai, PyRIT,
+    Azure), else `garak` when the first record has garak's `entry_type`, else `redjury`."""
+    # Imported here: the readers build InputRecords from this module.
+    from redjury.formats import sniff
+
+    tool = sniff(path)
+    if tool is not None:
+        return tool
     with path.open("rb") as fh:
         for raw in fh:
             if raw.strip():
@@ -173,6 +182,10 @@ class InputSet:
             fmt = detect_format(path)
             if fmt == "garak":
                 yield from self._garak_records(path)
+            elif fmt != "redjury":
+                from redjury.formats import read_records
+
+                yield from read_records(fmt, path)
             else:
                 yield from self._redjury_records(path)
 

@@ -253,7 +253,7 @@ def run_audit(
     config: RunConfig,
     out_dir: Path,
     *,
-    detector: str | None = None,
+    detector: str | Detector | None = None,
     use_cache: bool = True,
     echo: Echo = print,
     cache_path: Path | None = None,

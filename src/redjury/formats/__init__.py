@@ -1,0 +1,77 @@
+"""Readers for other red-team tools' records (promptfoo, inspect_ai, PyRIT, Azure AI
+Evaluation), recognised from the content and read as redjury attempts.
+
+Each format registers a `DocumentFormat`: how to recognise its parsed top level, the
+keys that give a pretty-printed document away in its first bytes, and its reader."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from redjury.inputs import InputRecord
+
+HEAD_BYTES = 1 << 16
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class DocumentFormat:
+    name: str
+    claims: Callable[[Any], bool]
+    head: Callable[[bytes], bool]
+    read: Callable[[Path], Iterator[InputRecord]]
+
+
+def _registry() -> list[DocumentFormat]:
+    # Most distinctive first: an Azure scan or PyRIT file never carries inspect's `eval`.
+    from redjury.formats import azure, inspect_ai, promptfoo, pyrit
+
+    return [azure.FORMAT, pyrit.ATTACKS, pyrit.MEMORY, inspect_ai.FORMAT, promptfoo.FORMAT]
+
+
+def classify(doc: Any) -> str | None:
+    for fmt in _registry():
+        if fmt.claims(doc):
+            return fmt.name
+    return None
+
+
+def sniff(path: Path) -> str | None:
+    """The tool whose records `path` holds, or None for JSONL (redjury's or garak's)."""
+    try:
+        with path.open("rb") as fh:
+            if fh.read(4) == b"PK\x03\x04":
+                return "inspect_ai" if zipfile.is_zipfile(path) else None
+            fh.seek(0)
+            # The whole first line: a JSONL record, or all of a document written on one line.
+            first = fh.readline().removeprefix(BOM)
+            head = first + fh.read(HEAD_BYTES)
+    except OSError:
+        return None
+    if head.lstrip()[:1] not in (b"{", b"["):
+        return None
+    try:
+        return classify(orjson.loads(first))
+    except ValueError:
+        pass
+    # A document over several lines: its first keys usually give it away; else parse it all.
+    for fmt in _registry():
+        if fmt.head(head):
+            return fmt.name
+    try:
+        return classify(orjson.loads(path.read_bytes().removeprefix(BOM)))
+    except ValueError:
+        return None
+
+
+def read_records(name: str, path: Path) -> Iterator[InputRecord]:
+    for fmt in _registry():
+        if fmt.name == name:
+            return fmt.read(path)
+    raise KeyError(name)

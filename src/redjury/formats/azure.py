@@ -1,0 +1,114 @@
+"""The red-team scan output of Azure AI Evaluation (`RedTeam.scan(output_path=...)`), which
+runs on PyRIT: `attack_details[]` (older: `redteaming_data[]`), one per attack.
+
+One attempt per attack; the reply is the assistant turns after the last user turn, one
+output. The scan's verdict is carried as `azure:<risk category>`: `attack_success` true
+is 1.0 (the check failed), false 0.0, missing or null is null."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from redjury.formats import DocumentFormat
+from redjury.formats.base import (
+    Located,
+    attempt_record,
+    bad,
+    document_error,
+    guarded,
+    last_user_text,
+    load_json,
+    reply_after_last_user,
+    text_of,
+)
+from redjury.inputs import InputRecord
+
+_KEYS = ("attack_details", "redteaming_data")
+_HEAD = re.compile(rb'(?<!\\)"(?:attack_details|redteaming_data)"\s*:\s*\[')
+
+
+def _details_key(doc: Any) -> str | None:
+    """Where the attacks are: `attack_details` (a scan), `redteaming_data` (older scans),
+    or `conversations` of the same shape in the `eval.run` summary."""
+    if not isinstance(doc, dict):
+        return None
+    for key in _KEYS:
+        if isinstance(doc.get(key), list):
+            return key
+    if doc.get("object") == "eval.run" and isinstance(doc.get("conversations"), list):
+        return "conversations"
+    return None
+
+
+def claims(doc: Any) -> bool:
+    return _details_key(doc) is not None
+
+
+def read(path: Path) -> Iterator[InputRecord]:
+    return guarded(path, _records(path))
+
+
+def _records(path: Path) -> Iterator[InputRecord]:
+    doc = load_json(path)
+    if not claims(doc):
+        raise document_error(path, "attack_details", "not an Azure AI red-team scan")
+    key = _details_key(doc)
+    assert key is not None
+    for i, detail in enumerate(doc[key]):
+        at = Located(i + 1, f"{key}[{i}]")
+        if not isinstance(detail, dict):
+            yield bad(path, at, "(attack)", "not a JSON object")
+        elif not isinstance(detail.get("conversation"), list):
+            yield bad(path, at, "conversation", "missing or not a list")
+        else:
+            yield attempt_record(path, at, _fields(detail, i, doc, path))
+
+
+def _verdict(success: Any) -> float | None:
+    if isinstance(success, bool):
+        return 1.0 if success else 0.0
+    if isinstance(success, str) and success.lower() in ("true", "false"):
+        return 1.0 if success.lower() == "true" else 0.0
+    return None
+
+
+def _fields(detail: dict[str, Any], index: int, doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    turns = [
+        {"role": m["role"], "content": text_of(m.get("content"))}
+        for m in detail["conversation"]
+        if isinstance(m, dict) and isinstance(m.get("role"), str)
+    ]
+    risk = str(detail.get("risk_category") or "risk")
+    technique = detail.get("attack_technique") or "attack"
+    complexity = detail.get("attack_complexity")
+    notes: dict[str, Any] = {"source_format": "azure ai evaluation red-team scan"}
+    for key in (
+        "attack_complexity",
+        "risk_assessment",
+        "attack_success_threshold",
+        "risk_sub_type",
+    ):
+        if detail.get(key) not in (None, "", {}, []):
+            notes[key] = detail[key]
+    run = doc.get("scan_id") or doc.get("id") or doc.get("studio_url")
+    objective = detail.get("objective")
+    return {
+        "id": f"{run or path.name}:{index}",
+        "probe": f"azure:{technique}" + (f"/{complexity}" if complexity else ""),
+        "goal": objective if isinstance(objective, str) else None,
+        "prompt": last_user_text(turns),
+        "outputs": [reply_after_last_user(turns)],
+        "messages": turns,
+        "intent": risk,
+        "run_id": str(run) if run else None,
+        "notes": notes,
+        "detector_results": {f"azure:{risk}": [_verdict(detail.get("attack_success"))]},
+    }
+
+
+FORMAT = DocumentFormat(
+    name="azure_red_team", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+)
