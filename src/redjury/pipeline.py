@@ -362,13 +362,16 @@ class InputGate:
 
 
 def input_error_row(err: LineError) -> dict[str, Any]:
-    return {
+    row: dict[str, Any] = {
         "entry_type": "input_error",
         "file": err.path,
         "line": err.line,
         "field": err.field,
         "reason": err.reason,
     }
+    if err.where is not None:  # a place in a tool's document: `sample 7 epoch 2`
+        row["where"] = err.where
+    return row
 
 
 # -- the score stage -------------------------------------------------------------------------
