@@ -13,6 +13,7 @@ import typer
 
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
 from redjury.inputs import InputError
+from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME
 
 if TYPE_CHECKING:
     from redjury.detectors.base import Detector
@@ -180,8 +181,8 @@ def run(
     ] = None,
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
-    from redjury.pipeline import RunError, RunInterrupted, RunOptions
-    from redjury.pipeline import run as run_pipeline
+    from redjury.api import evaluate
+    from redjury.pipeline import RunError, RunInterrupted
 
     try:
         cfg = load_config(config)
@@ -213,19 +214,19 @@ def run(
     overrides["_detectors"] = extra
     cfg = apply_overrides(cfg, overrides)
     out_dir = out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    options = RunOptions(
-        inputs=list(inputs),
-        config=cfg,
-        out_dir=out_dir,
-        skip_bad_lines=skip_bad_lines,
-        use_cache=not no_cache,
-        offline=offline,
-        verbose=verbose,
-        colour=colour,
-        config_path=str(config) if config else None,
-    )
     try:
-        result = run_pipeline(options)
+        result = evaluate(
+            list(inputs),
+            cfg,
+            out=out_dir,
+            skip_bad_lines=skip_bad_lines,
+            use_cache=not no_cache,
+            offline=offline,
+            stream=sys.stdout,
+            verbose=verbose,
+            colour=colour,
+            config_path=str(config) if config else None,
+        )
     except InputError as exc:
         raise _fail(f"bad input, nothing judged:\n{exc}") from None
     except RunInterrupted as exc:
@@ -235,15 +236,14 @@ def run(
         raise _fail(str(exc), exc.exit_code) from None
     except (ConfigError, ValueError) as exc:
         raise _fail(str(exc)) from None
-    _echo(f"report: {result.report_path}")
-    _echo(f"hitlog: {result.hitlog_path}")
+    _echo(f"report: {out_dir / REPORT_NAME}")
+    _echo(f"hitlog: {out_dir / HITLOG_NAME}")
     if result.input_errors:
         _echo(f"skipped {result.input_errors} bad input lines (input_error rows in the report)")
     from redjury.report.outputs import post_run
 
     try:
-        assert result.out_dir is not None
-        code = post_run(result.out_dir, cfg.reporting, _echo)
+        code = post_run(out_dir, cfg.reporting, _echo)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     if code:
@@ -255,7 +255,7 @@ def report(
     out_dir: Annotated[Path, typer.Argument(help="A run folder holding redjury.report.jsonl.")],
 ) -> None:
     """Write DIR/redjury.report.html from the report JSONL alone."""
-    from redjury.report.outputs import write_html
+    from redjury.api import write_html
 
     try:
         path = write_html(out_dir)
@@ -272,10 +272,10 @@ def summary(
     ] = None,
 ) -> None:
     """Print the run's breakdowns: per probe × detector, intent, hazard and generator."""
-    from redjury.report.outputs import print_summary
+    from redjury.api import print_summary
 
     try:
-        print_summary(out_dir, markdown)
+        print_summary(out_dir, markdown=markdown)
     except (OSError, ValueError) as exc:
         raise _fail(str(exc)) from None
 
@@ -326,7 +326,9 @@ def audit(
     ] = None,
 ) -> None:
     """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
-    from redjury.audit.command import run_audit
+    from redjury.api import audit as run_audit
+    from redjury.audit.command import render_table
+    from redjury.audit.runner import AuditError
 
     try:
         cfg = load_config(config)
@@ -336,12 +338,19 @@ def audit(
     audited: str | Detector | None = detector
     if records:
         audited = _recorded(cfg, detector, records)
-    code = run_audit(
-        cfg, out_dir, detector=audited, use_cache=not no_cache, echo=typer.echo, offline=offline
-    )
-    if code:
-        raise typer.Exit(code)
-    typer.echo(f"report: {out_dir / 'redjury.report.jsonl'}")
+    try:
+        result = run_audit(
+            cfg, out=out_dir, detector=audited, use_cache=not no_cache, offline=offline
+        )
+    except AuditError as exc:
+        raise _fail(str(exc)) from None
+    _echo(render_table(result))
+    gate, on_failure = result.gate, cfg.evaluation.audit.on_failure
+    tail = "" if gate["passed"] else f" (on_failure: {on_failure})"
+    _echo(f"audit gate: {'PASS' if gate['passed'] else 'FAIL'} — {gate['reason']}{tail}")
+    if not gate["passed"] and on_failure == "stop":
+        raise typer.Exit(EXIT_AUDIT)
+    _echo(f"report: {out_dir / REPORT_NAME}")
 
 
 def _recorded(cfg: RunConfig, grader: str | None, records: list[Path]) -> Detector:

@@ -619,14 +619,26 @@ class Run:
 
     # -- composition -----------------------------------------------------------------
     def execute(self) -> RunResult:
+        """Run to the end in this thread (its own event loop when judges need one)."""
         self.check_paths()
         detectors = build_detectors(self.options)
         try:
-            if any(is_async(d) for d in detectors) or self.config.evaluation.audit.enabled:
+            if self._needs_loop(detectors):
                 return asyncio.run(self._execute_async(detectors))
             return self._execute_sync(detectors)
         except KeyboardInterrupt:
             raise self._interrupted() from None
+
+    async def aexecute(self) -> RunResult:
+        """Run inside the caller's event loop (the judges share it)."""
+        self.check_paths()
+        detectors = build_detectors(self.options)
+        if self._needs_loop(detectors):
+            return await self._execute_async(detectors)
+        return self._execute_sync(detectors)
+
+    def _needs_loop(self, detectors: list[Detector]) -> bool:
+        return any(is_async(d) for d in detectors) or self.config.evaluation.audit.enabled
 
     def _execute_sync(self, detectors: list[Detector]) -> RunResult:
         scorer = AttemptScorer(detectors, *redactors_for(detectors), self.config.reporting.redact)
