@@ -327,7 +327,7 @@ def audit(
 ) -> None:
     """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
     from redjury.api import audit as run_audit
-    from redjury.audit.command import render_table
+    from redjury.audit.command import audit_rows, render_table
     from redjury.audit.runner import AuditError
 
     try:
@@ -345,7 +345,8 @@ def audit(
     except AuditError as exc:
         raise _fail(str(exc)) from None
     _echo(render_table(result))
-    gate, on_failure = result.gate, cfg.evaluation.audit.on_failure
+    on_failure = cfg.evaluation.audit.on_failure
+    gate = audit_rows(result, on_failure)[-1]
     tail = "" if gate["passed"] else f" (on_failure: {on_failure})"
     _echo(f"audit gate: {'PASS' if gate['passed'] else 'FAIL'} — {gate['reason']}{tail}")
     if not gate["passed"] and on_failure == "stop":
