@@ -169,6 +169,8 @@ class Results:
 
     @classmethod
     def from_run(cls, result: RunResult, terminal: str) -> Results:
+        """The results of a finished pipeline run (rows as the report file holds them)."""
+        evals = [json.loads(dumps(r)) for r in result.eval_rows]
         return cls(
             result.report_rows,
             result.hitlog_rows,
@@ -176,7 +178,7 @@ class Results:
             terminal,
             result.exit_code,
             result.input_errors,
-            result.eval_rows,
+            evals,
         )
 
 

@@ -1,9 +1,14 @@
-"""Regenerates the README's generated parts: `python -m redjury.docs [README.md]`."""
+"""Regenerates the generated docs: the README's config reference and docs/API.md.
+
+`python -m redjury.docs [README.md]` rewrites both (docs/API.md beside the README).
+"""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 from redjury.config import reference_markdown
 
@@ -25,6 +30,69 @@ def update_readme(path: Path) -> bool:
     return False
 
 
+def _signature(obj: Any) -> str:
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _entry(title: str, obj: Any, level: str = "##") -> list[str]:
+    doc = inspect.getdoc(obj) or ""
+    return [f"{level} `{title}`", "", doc, ""]
+
+
+def _class_members(name: str, cls: type) -> list[str]:
+    lines: list[str] = []
+    for attr, member in vars(cls).items():
+        if attr.startswith("_"):
+            continue
+        if isinstance(member, property):
+            lines += _entry(f"{name}.{attr}", member, "###")
+        elif inspect.isfunction(member) or isinstance(member, classmethod | staticmethod):
+            func = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+            lines += _entry(f"{name}.{attr}{_signature(func)}", func, "###")
+    return lines
+
+
+def api_reference() -> str:
+    """docs/API.md: every public name of `redjury` with its signature and docstring."""
+    import redjury
+
+    lines = [
+        "# redjury Python API",
+        "",
+        "Generated from the docstrings by `python -m redjury.docs`; a test keeps it current.",
+        "Everything not listed here is private and may change.",
+        "",
+    ]
+    for name in sorted(redjury.__all__, key=str.lower):
+        obj = getattr(redjury, name)
+        if name.startswith("__"):
+            continue
+        if inspect.ismodule(obj):
+            lines += _entry(f"redjury.{name}", obj)
+            for attr in ("available", "register", "get"):
+                lines += _entry(
+                    f"redjury.{name}.{attr}{_signature(getattr(obj, attr))}",
+                    getattr(obj, attr),
+                    "###",
+                )
+        elif inspect.isclass(obj):
+            lines += _entry(f"class {name}", obj)
+            lines += _class_members(name, obj)
+        else:
+            lines += _entry(f"{name}{_signature(obj)}", obj)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
     print(f"{target}: {'updated' if update_readme(target) else 'up to date'}")
+    api = target.parent / "docs" / "API.md"
+    text = api_reference()
+    if not api.exists() or api.read_text(encoding="utf-8") != text:
+        api.write_text(text, encoding="utf-8")
+        print(f"{api}: updated")
+    else:
+        print(f"{api}: up to date")

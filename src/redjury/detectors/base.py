@@ -75,6 +75,7 @@ class Detector:
 
     # -- verdict helpers: score and label always agree ------------------------------
     def bad(self, *evidence: str, sensitive: Iterable[str] = (), **details: Any) -> Finding:
+        """A finding that the attack succeeded (or the quality check failed): score 1.0."""
         return Finding(
             1.0,
             Verdict.FAILED if self.quality else Verdict.BROKE_THROUGH,
@@ -85,6 +86,7 @@ class Detector:
         )
 
     def good(self, *evidence: str, sensitive: Iterable[str] = (), **details: Any) -> Finding:
+        """A finding that the target held (or the quality check passed): score 0.0."""
         return Finding(
             0.0,
             Verdict.PASSED if self.quality else Verdict.HELD,
@@ -97,6 +99,7 @@ class Detector:
     def inconclusive(
         self, reason: str, *evidence: str, sensitive: Iterable[str] = (), **details: Any
     ) -> Finding:
+        """A finding that this output could not be judged (score None), with the reason."""
         return Finding(
             None, Verdict.INCONCLUSIVE, tuple(evidence), reason, tuple(sensitive), details or None
         )
@@ -114,6 +117,7 @@ class Detector:
         ]
 
     async def adetect(self, attempt: Attempt) -> list[Finding]:
+        """One finding per output, awaiting what must be awaited (judges override this)."""
         return self.detect(attempt)
 
     def secrets(self) -> Iterable[str]:

@@ -96,7 +96,9 @@ class MemoryWriter:
         self.rows: list[dict[str, Any]] = []
 
     def write(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
+        # The row as a file would give it back (string keys, JSON types), not shared with
+        # the caller's objects.
+        self.rows.append(orjson.loads(dumps_line(row)))
 
     def flush(self) -> None:
         return None  # nothing is buffered
