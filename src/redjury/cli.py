@@ -28,7 +28,9 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    typer.echo(f"redjury: error: {message}", err=True)
+    from redjury.report.terminal import printable
+
+    typer.echo(f"redjury: error: {printable(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -381,7 +383,11 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # the last resort: an internal error, exit 1
-        typer.echo(f"redjury: internal error: {type(exc).__name__}: {exc}", err=True)
+        from redjury.report.terminal import printable
+
+        typer.echo(
+            f"redjury: internal error: {printable(f'{type(exc).__name__}: {exc}')}", err=True
+        )
         sys.exit(EXIT_INTERNAL)
 
 

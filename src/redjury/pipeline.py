@@ -22,7 +22,7 @@ from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector, Finding
 from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
 from redjury.inputs import InputError, InputSet, LineError, check_inputs
-from redjury.redaction import Redactor
+from redjury.redaction import Redactor, run_redactors, without_url_credentials
 from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME, JsonlWriter, dumps, read_rows
 from redjury.report.terminal import TerminalPrinter
@@ -52,7 +52,11 @@ _ROW_FIELDS = (
     "generator",
 )
 
-_TEXT_FIELDS = tuple(f for f in _ROW_FIELDS if f not in ("latency_ms", "usage", "seq"))
+_TEXT_FIELDS = tuple(f for f in _ROW_FIELDS if f not in ("latency_ms", "usage", "seq")) + (
+    "evidence",
+    "reasons",
+    "details",
+)
 
 
 class RunError(Exception):
@@ -288,7 +292,7 @@ class Run:
         always: Redactor,
         markers: Redactor,
     ) -> dict[str, Any]:
-        config_dump = self.config.model_dump(mode="json")
+        config_dump = without_url_credentials(self.config.model_dump(mode="json"))
         return always.apply(
             markers.apply(
                 {
@@ -348,11 +352,7 @@ class Run:
     async def _run(self, detectors: list[Detector], good: int) -> RunResult:
         cfg = self.config
         fingerprint = config_fingerprint(cfg)
-        marker_values: list[str] = []
-        always_values: list[str] = []
-        for det in detectors:
-            (always_values if det.name == "judge_panel" else marker_values).extend(det.secrets())
-        markers, always = Redactor(marker_values), Redactor(always_values)
+        markers, always = run_redactors(detectors)
         scorer = _AttemptScorer(detectors, markers, always, cfg.reporting.redact)
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
