@@ -3,6 +3,7 @@ and stripping credentials from URLs before one is written or printed."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable
@@ -100,8 +101,8 @@ def without_url_credentials(value: Any) -> Any:
 
 
 def url_credentials(url: str | None) -> list[str]:
-    """The secrets a URL carries in its user info (whole, password, both also decoded), to be
-    masked wherever they still turn up; empty when it carries none."""
+    """The secrets a URL carries in its user info (whole, decoded, as Basic auth, and the
+    password), to be masked wherever they still turn up; empty when it carries none."""
     if not url or "@" not in url:
         return []
     try:
@@ -111,7 +112,9 @@ def url_credentials(url: str | None) -> list[str]:
     userinfo, sep, _ = parts.netloc.rpartition("@")
     if not sep or not userinfo:
         return []
-    found = [userinfo, unquote(userinfo)]
+    plain = unquote(userinfo)
+    # An HTTP client turns user info into `Authorization: Basic base64(user:password)`.
+    found = [userinfo, plain, base64.b64encode(plain.encode()).decode("ascii")]
     if parts.password:
         found += [parts.password, unquote(parts.password)]
     return list(dict.fromkeys(found))
