@@ -124,12 +124,15 @@ def url_credentials(url: str | None) -> list[str]:
 def mask_found_pii(text: str) -> str:
     """`text` with every card number, SSN and email address the PII detector finds in it
     masked: a judge quoting the reply it judged must not carry the PII out with it."""
+    if "@" not in text and _DIGIT.search(text) is None:
+        return text  # the common answer ("Yes", "unsafe"): nothing a scan could find
     for value in sorted(_PII.scan(text).sensitive, key=len, reverse=True):
         text = text.replace(value, mask(value))
     return text
 
 
 _PII = PIILeakDetector()
+_DIGIT = re.compile(r"[0-9]")
 
 
 def credentials_of(detector: Detector) -> list[str]:
