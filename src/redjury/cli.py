@@ -27,6 +27,13 @@ app.add_typer(detectors_app, name="detectors")
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
 
 
+def _echo(message: str) -> None:
+    """Print a library message: judge ids and names in it come from the config or input."""
+    from redjury.report.terminal import printable
+
+    typer.echo(printable(message))
+
+
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     from redjury.report.terminal import printable
 
@@ -320,7 +327,7 @@ def audit(
         raise _fail("\n".join(exc.messages)) from None
     out_dir = out or Path("runs") / dt.datetime.now().strftime("audit-%Y%m%d-%H%M%S")
     code = run_audit(
-        cfg, out_dir, detector=detector, use_cache=not no_cache, echo=typer.echo, offline=offline
+        cfg, out_dir, detector=detector, use_cache=not no_cache, echo=_echo, offline=offline
     )
     if code:
         raise typer.Exit(code)
