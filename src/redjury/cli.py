@@ -33,7 +33,9 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    typer.echo(f"redjury: error: {message}", err=True)
+    from redjury.report.terminal import printable
+
+    typer.echo(f"redjury: error: {printable(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -183,6 +185,7 @@ def run(
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
     from redjury.api import evaluate
     from redjury.pipeline import RunError, RunInterrupted
+    from redjury.report.terminal import printable
 
     try:
         cfg = load_config(config)
@@ -230,7 +233,7 @@ def run(
     except InputError as exc:
         raise _fail(f"bad input, nothing judged:\n{exc}") from None
     except RunInterrupted as exc:
-        typer.echo(f"redjury: {exc}", err=True)
+        typer.echo(f"redjury: {printable(str(exc))}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except RunError as exc:
         raise _fail(str(exc), exc.exit_code) from None
@@ -418,11 +421,13 @@ def detectors_list(
 
 
 def _echo(message: str) -> None:
-    """Print a line on stdout; a reader that went away (`| head`) stops nothing."""
+    """Print a line on stdout, control characters escaped (names in it come from the config
+    or the input); a reader that went away (`| head`) stops nothing."""
     from redjury.pipeline import silence_stdout
+    from redjury.report.terminal import printable
 
     try:
-        typer.echo(message)
+        typer.echo(printable(message))
     except BrokenPipeError:
         silence_stdout()
 
@@ -437,7 +442,11 @@ def main() -> None:
         typer.echo("redjury: interrupted", err=True)
         code = 130
     except Exception as exc:  # the last resort: an internal error, exit 1
-        typer.echo(f"redjury: internal error: {type(exc).__name__}: {exc}", err=True)
+        from redjury.report.terminal import printable
+
+        typer.echo(
+            f"redjury: internal error: {printable(f'{type(exc).__name__}: {exc}')}", err=True
+        )
         code = EXIT_INTERNAL
     try:
         sys.stdout.flush()

@@ -36,7 +36,7 @@ from redjury.inputs import (
     LineError,
     check_inputs,
 )
-from redjury.redaction import Redactor
+from redjury.redaction import run_redactors, without_url_credentials
 from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import (
     HITLOG_NAME,
@@ -156,15 +156,6 @@ def build_detectors(options: RunOptions) -> list[Detector]:
             )
         )
     return detectors
-
-
-def redactors_for(detectors: list[Detector]) -> tuple[Redactor, Redactor]:
-    """(markers masked unless --no-redact, values masked always: API keys, header values)."""
-    marker_values: list[str] = []
-    always_values: list[str] = []
-    for det in detectors:
-        (always_values if det.name == "judge_panel" else marker_values).extend(det.secrets())
-    return Redactor(marker_values), Redactor(always_values)
 
 
 # -- the write stage -------------------------------------------------------------------------
@@ -467,7 +458,7 @@ class Run:
         return ", ".join(str(p) for p in self.inputs.paths) or "the attempts"
 
     def header(self, fingerprint: str, seed: int, detectors: list[Detector]) -> dict[str, Any]:
-        markers, always = redactors_for(detectors)
+        markers, always = run_redactors(detectors)
         return always.apply(
             markers.apply(
                 {
@@ -477,7 +468,7 @@ class Run:
                     "start_time": dt.datetime.now(dt.UTC).isoformat(),
                     "inputs": [str(p) for p in self.inputs.paths],
                     "config_path": self.options.config_path,
-                    "config": self.config.model_dump(mode="json"),
+                    "config": without_url_credentials(self.config.model_dump(mode="json")),
                     "config_fingerprint": fingerprint,
                     "seed": seed,
                     "detectors": [d.name for d in detectors],
@@ -641,7 +632,7 @@ class Run:
         return any(is_async(d) for d in detectors) or self.config.evaluation.audit.enabled
 
     def _execute_sync(self, detectors: list[Detector]) -> RunResult:
-        scorer = AttemptScorer(detectors, *redactors_for(detectors), self.config.reporting.redact)
+        scorer = AttemptScorer(detectors, *run_redactors(detectors), self.config.reporting.redact)
         output, state, header = self.open(detectors)
         tallies = self.tallies(header, output)
         self.replay(state, tallies)
@@ -659,7 +650,7 @@ class Run:
         try:
             self.check_first()
             scorer = AttemptScorer(
-                detectors, *redactors_for(detectors), self.config.reporting.redact
+                detectors, *run_redactors(detectors), self.config.reporting.redact
             )
             output, state, header = self.open(detectors)
             tallies = self.tallies(header, output)

@@ -29,7 +29,12 @@ ROW_FIELDS = (
     "generator",
 )
 
-TEXT_FIELDS = tuple(f for f in ROW_FIELDS if f not in ("latency_ms", "usage", "seq"))
+# Recorded text, and what detectors and judges wrote about it, pass the row's redactor.
+TEXT_FIELDS = tuple(f for f in ROW_FIELDS if f not in ("latency_ms", "usage", "seq")) + (
+    "evidence",
+    "reasons",
+    "details",
+)
 
 
 def is_async(det: Detector) -> bool:
@@ -114,7 +119,6 @@ class AttemptScorer:
             row["reasons"] = reasons
         if details:
             row["details"] = details
-        # Only the recorded text can hold a secret: detector evidence is masked at source.
         if self.redact:
             if attempt.notes.get("triggers"):
                 # Canaries planted for this attempt are markers too, found or not.

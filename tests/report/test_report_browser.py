@@ -4,6 +4,7 @@ headline chart and hits table present, filtering works, and a large report opens
 from __future__ import annotations
 
 import base64
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,3 +95,92 @@ def test_report_of_100k_attempts_opens_in_seconds(browser: Browser, tmp_path: Pa
     rows = _rows(browser)
     assert rows and all(r[5].startswith("a1234") for r in rows)
     assert browser.errors() == []
+
+
+PAYLOADS = (
+    "<img src=x onerror=window.__pwned=1>",
+    "</script><script>window.__pwned=2</script>",
+    '"><svg onload=window.__pwned=3>',
+    "javascript:window.__pwned=4",
+    "{{constructor.constructor('window.__pwned=5')()}}",
+    "<iframe src=https://evil.example/></iframe>",
+)
+
+
+def _hostile_report(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    evil = " ".join(PAYLOADS)
+    url = "http://intruder:pl4nted-pass@127.0.0.1:9/v1"
+    header = {
+        "entry_type": "init",
+        "run_id": PAYLOADS[0],
+        "evaluator": {"type": "threshold", "threshold": 0.5},
+        "inputs": [PAYLOADS[1]],
+        "detectors": list(PAYLOADS),
+        # An older report may still hold URL user info in its config dump.
+        "config": {
+            "evaluation": {"judges": [{"name": PAYLOADS[2], "connection": {"base_url": url}}]}
+        },
+    }
+    rows: list[dict[str, object]] = [header]
+    for name in PAYLOADS:
+        rows.append(
+            {
+                "entry_type": "attempt",
+                "id": name,
+                "probe": name,
+                "goal": evil,
+                "intent": name,
+                "hazard": name,
+                "generator": name,
+                "outputs": [evil],
+                "detector_results": {name: [1.0]},
+                "details": {name: [{"judges": [{"judge": name, "raw": evil, "score": 10}]}]},
+            }
+        )
+        rows.append(
+            {
+                "entry_type": "eval",
+                "probe": name,
+                "detector": name,
+                "passed": 0,
+                "fails": 1,
+                "nones": 0,
+                "total_evaluated": 1,
+                "total_processed": 1,
+            }
+        )
+    with (folder / "redjury.report.jsonl").open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    return folder
+
+
+def test_hostile_names_and_outputs_stay_text_in_a_real_browser(
+    browser: Browser, tmp_path: Path
+) -> None:
+    html = write_html(_hostile_report(tmp_path / "run"))
+    page = html.read_text(encoding="utf-8")
+    assert "pl4nted-pass" not in page and "intruder" not in page
+    url = html.resolve().as_uri()
+    browser.open(url)
+    time.sleep(0.3)
+    assert browser.evaluate("document.body.getAttribute('data-hits-ready')") == "1"
+    _set(browser, "hits-search", "pwned", "input")
+    time.sleep(0.4)
+    assert len(_rows(browser)) == len(PAYLOADS)
+    assert browser.evaluate("window.__pwned === undefined")
+    assert (
+        browser.evaluate(
+            "document.querySelectorAll('img, iframe, svg [onload], [onerror], [onload]').length"
+        )
+        == 0
+    )
+    # The page's own script and its data blob, nothing else.
+    assert browser.evaluate("document.scripts.length") == 2
+    methods = {ev.get("method") for ev in browser.events}
+    assert "Page.javascriptDialogOpening" not in methods
+    assert browser.errors() == []
+    assert set(browser.requests()) <= {url}, browser.requests()
+    text = browser.evaluate("document.body.innerText")
+    assert PAYLOADS[0] in text, "the payload is shown as text"

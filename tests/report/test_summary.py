@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html as html_lib
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,73 @@ def test_pipes_and_newlines_in_names_do_not_break_the_markdown_table(tmp_path: P
 def test_a_folder_without_a_report_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no redjury report"):
         print_summary(tmp_path, None)
+
+
+HOSTILE = (
+    "<img src=x onerror=alert(1)>",
+    "<script>alert(2)</script>",
+    "[click](javascript:alert(3))",
+    "![pixel](https://evil.example/p.png)",
+    "**bold** _em_ `code` ~~gone~~ a|b @someone <https://evil.example>",
+    "esc\x1b[31mred\rline\nbreak",
+)
+
+
+def _hostile_report(folder: Path) -> Path:
+    header = {"entry_type": "init", "evaluator": {"type": "threshold", "threshold": 0.5}}
+    rows: list[dict[str, object]] = [header]
+    for i, name in enumerate(HOSTILE):
+        rows.append(
+            {
+                "entry_type": "attempt",
+                "id": f"a{i}",
+                "probe": name,
+                "intent": name,
+                "hazard": name,
+                "outputs": ["x"],
+                "detector_results": {name: [1.0]},
+            }
+        )
+        rows.append(
+            {
+                "entry_type": "eval",
+                "probe": name,
+                "detector": name,
+                "passed": 0,
+                "fails": 1,
+                "nones": 0,
+                "total_evaluated": 1,
+                "total_processed": 1,
+            }
+        )
+    write_jsonl(folder / "redjury.report.jsonl", rows)
+    return folder
+
+
+def test_names_from_the_input_render_as_text_in_the_markdown(tmp_path: Path) -> None:
+    """Rendered as GitHub renders a comment (tables, raw HTML allowed), every hostile name
+    is a cell of plain text: no tag, link, image or emphasis, and the table keeps its shape."""
+    from markdown_it import MarkdownIt
+
+    md = tmp_path / "comment.md"
+    print_summary(_hostile_report(tmp_path), md)
+    source = md.read_text(encoding="utf-8")
+    assert "\x1b" not in source and "\r" not in source
+    html = (
+        MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).render(source)
+    )
+    tags = set(re.findall(r"</?([a-z0-9]+)", html))
+    assert tags <= {"h2", "h3", "p", "table", "thead", "tbody", "tr", "th", "td"}, tags
+    for row in re.findall(r"<tr>(.*?)</tr>", html, re.S):
+        assert row.count("<td") + row.count("<th") in (2, 5, 6, 7, 8), row
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+    for name in HOSTILE[:5]:
+        assert name in text, f"{name!r} lost its text"
+
+
+def test_the_terminal_summary_prints_names_without_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    print_summary(_hostile_report(tmp_path), None)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "\\x1b[31mred" in out

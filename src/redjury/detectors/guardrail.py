@@ -112,6 +112,20 @@ class GuardrailDetector(Detector):
         params = GuardrailParams(guardrail=_describe(guardrail), hazards=list(hazards))
         return cls(params, guardrail=guardrail)
 
+    def credentials(self) -> list[str]:
+        """A judge-backed guardrail's API key and header values: masked everywhere, always."""
+        get = getattr(self.guardrail, "credentials", None)
+        return list(get()) if callable(get) else []
+
+    def secrets(self) -> list[str]:
+        return self.credentials()
+
+    def mask_answers_with(self, redactor: Any) -> None:
+        """Hand the run's redactor to a judge-backed guardrail, which masks its answers."""
+        arm = getattr(self.guardrail, "mask_answers_with", None)
+        if callable(arm):
+            arm(redactor)
+
     def check(self, attempt: Attempt, output: str) -> Finding:
         hazards = list(self.attributed_hazards)
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from redjury.judges.cache import CachedJudgement
@@ -13,6 +13,7 @@ from redjury.judges.config import JudgeSpec
 from redjury.judges.engine import JudgeCallError, JudgeEngine, Route
 from redjury.judges.providers import Answer, MalformedResponse, Provider, dumps_json
 from redjury.judges.scoring import ScoringType
+from redjury.redaction import Redactor, mask_found_pii, strip_url_credentials, url_credentials
 
 
 def digest(obj: Any) -> str:
@@ -109,11 +110,34 @@ class AskingJudge:
         self._key_prefix = self.fingerprint.encode() + b"\0"
         self.requests = 0
         self.reasks = 0
+        # API key, header values and URL user info: masked in every answer, whatever the run.
+        self.credentials: list[str] = [*provider.secrets, *url_credentials(provider.base_url)]
+        self.answer_redactor = Redactor(self.credentials)
 
     def cache_key(self, body: bytes) -> bytes:
         return hashlib.blake2b(self._key_prefix + body, digest_size=16).digest()
 
+    def mask_answers_with(self, redactor: Redactor) -> None:
+        """Also mask these values (the run's markers) in every answer from now on."""
+        self.answer_redactor = redactor.with_values(self.credentials)
+
+    def masked(self, result: JudgeResult) -> JudgeResult:
+        """The result with its answer and reason masked: credentials, markers and any PII the
+        judge quoted. Done before the result reaches the cache, a report or a log."""
+        raw, reason = result.raw, result.reason
+        if raw:
+            raw = self.answer_redactor.text(mask_found_pii(strip_url_credentials(raw)))
+        if reason:
+            reason = self.answer_redactor.text(mask_found_pii(strip_url_credentials(reason)))
+        if raw == result.raw and reason == result.reason:
+            return result
+        return replace(result, raw=raw, reason=reason)
+
     async def ask(self, messages: list[dict[str, str]], body: bytes) -> JudgeResult:
+        """Ask (see `ask_unmasked`); the answer comes back masked."""
+        return self.masked(await self.ask_unmasked(messages, body))
+
+    async def ask_unmasked(self, messages: list[dict[str, str]], body: bytes) -> JudgeResult:
         """Ask; re-ask once when the answer is unreadable; abstain when it still is."""
         t0 = time.perf_counter()
 

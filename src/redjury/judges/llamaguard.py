@@ -14,6 +14,7 @@ from redjury.judges.agentic.judge import QualityJudge
 from redjury.judges.config import JudgeSpec
 from redjury.judges.engine import JudgeEngine
 from redjury.judges.scoring.llamaguard import LlamaGuardScoring, codes_of, hazards_of
+from redjury.redaction import Redactor
 
 T = TypeVar("T")
 
@@ -58,6 +59,12 @@ class LlamaGuardGuardrail:
         if result.score < 5.0:
             return []
         return hazards_of(codes_of(result.label)) or ["unsafe"]
+
+    def credentials(self) -> list[str]:
+        return list(self.judge.credentials)
+
+    def mask_answers_with(self, redactor: Redactor) -> None:
+        self.judge.mask_answers_with(redactor)
 
     def flags(self, text: str) -> list[str]:
         if self._runner is None:

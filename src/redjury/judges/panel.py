@@ -20,6 +20,7 @@ from redjury.judges.config import EvaluationSpec, JudgeSpec
 from redjury.judges.engine import JudgeEngine
 from redjury.judges.providers import provider_for
 from redjury.judges.scoring import MissingInput, get_scoring_type
+from redjury.redaction import Redactor, strip_url_credentials
 
 
 class PanelWarning(UserWarning):
@@ -179,7 +180,16 @@ class JudgePanelDetector(Detector):
 
     # -- the public surface the runner uses -------------------------------------------
     def secrets(self) -> list[str]:
-        return [s for j in self.judges for s in j.provider.secrets]
+        return self.credentials()
+
+    def credentials(self) -> list[str]:
+        """The judges' API keys, header values and URL user info: masked everywhere, always."""
+        return [s for j in self.judges for s in j.credentials]
+
+    def mask_answers_with(self, redactor: Redactor) -> None:
+        """Mask these values too (the run's markers) in every judge's answer."""
+        for judge in self.judges:
+            judge.mask_answers_with(redactor)
 
     def stats(self) -> dict[str, int]:
         out = dict(self._counts)
@@ -195,14 +205,16 @@ class JudgePanelDetector(Detector):
         """GET each server's model list (never a POST): base URL → None or the problem."""
         results: dict[str, str | None] = {}
         for judge in self.judges:
-            url = judge.provider.base_url
+            url = strip_url_credentials(judge.provider.base_url)
             if url in results:
                 continue
             try:
                 r = await self.engine.get(judge.models_route)
                 results[url] = None if r.status < 400 else f"HTTP {r.status}"
             except Exception as exc:
-                results[url] = f"{type(exc).__name__}: {exc}"
+                results[url] = judge.masked(
+                    JudgeResult(None, reason=f"{type(exc).__name__}: {exc}")
+                ).reason
         return results
 
     async def aclose(self) -> None:
@@ -292,7 +304,8 @@ class JudgePanelDetector(Detector):
                 counts["cached"] += 1
                 counts["cached_prompt_tokens"] += hit.prompt_tokens
                 counts["cached_completion_tokens"] += hit.completion_tokens
-                return Vote(judge.id, JudgeResult.from_cache(hit))
+                # Masked again: a cache written before answers were masked at the source.
+                return Vote(judge.id, judge.masked(JudgeResult.from_cache(hit)))
         # The same question already on the wire (duplicate outputs): wait for that answer.
         twin = self._inflight.get(key)
         if twin is not None:

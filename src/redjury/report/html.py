@@ -12,6 +12,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from redjury.redaction import without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
 
 HTML_NAME = "redjury.report.html"
@@ -273,7 +274,8 @@ def _run_section(data: ReportData) -> str:
         ("seed", h.get("seed")),
     ]
     meta = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
-    config = json.dumps(h.get("config") or {}, indent=2, sort_keys=True)
+    # Stripped again here: a report written by an older redjury may still hold URL user info.
+    config = json.dumps(without_url_credentials(h.get("config") or {}), indent=2, sort_keys=True)
     return (
         '<section id="run"><h2>The run</h2>'
         f'<table class="meta">{meta}</table>'

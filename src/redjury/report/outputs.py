@@ -12,6 +12,7 @@ from redjury.report.html import HTML_NAME, render_html
 from redjury.report.html import write_html as write_html
 from redjury.report.junit import write_junit
 from redjury.report.summary import print_summary as print_summary
+from redjury.report.terminal import escape_control
 
 EXIT_GATE = 4
 
@@ -58,7 +59,7 @@ def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None
     if reporting.fail_on_asr is not None:
         failures = asr_gate_failures(data.evals, reporting.fail_on_asr)
         for line in failures:
-            echo(f"gate failed: {line}")
+            echo(f"gate failed: {escape_control(line)}")
         if failures:
             code = EXIT_GATE
     if reporting.fail_on_errors is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -126,8 +127,23 @@ def summary_tables(data: ReportData) -> list[Table]:
     return tables
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+# Markdown that could turn a name from the input into markup: HTML (<img onerror>, <script>),
+# links and images ([x](…), <http://…>, bare http://…), emphasis, code, strikethrough,
+# @mentions, and the pipe that ends a table cell. `&`, `<` and `>` become entities, the
+# rest takes a backslash; an underscore inside a word (pii_leak) is left as it is.
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MD_SPECIAL = re.compile(r"[\\`*\[\]|~@:!]|(?<!\w)_|_(?!\w)|[&<>]")
+
+
+def _md_special(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _MD_ENTITIES.get(ch) or "\\" + ch
+
+
+def md_cell(text: str) -> str:
+    """A table cell's text as inert Markdown: rendered, it reads exactly as `text` (control
+    characters shown as escapes, line breaks as spaces)."""
+    return _MD_SPECIAL.sub(_md_special, escape_control(str(text)))
 
 
 def markdown_summary(data: ReportData) -> str:
@@ -142,10 +158,10 @@ def markdown_summary(data: ReportData) -> str:
     ]
     for title, head, rows in summary_tables(data):
         lines += ["", f"### {title}", ""]
-        lines.append("| " + " | ".join(_md_cell(h) or " " for h in head) + " |")
+        lines.append("| " + " | ".join(md_cell(h) or " " for h in head) + " |")
         lines.append("|" + "|".join("---" for _ in head) + "|")
         for row in rows:
-            lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
+            lines.append("| " + " | ".join(md_cell(c) for c in row) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -160,11 +176,14 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
     console = Console() if sys.stdout.isatty() else Console(width=200)
     styles = {"FAIL": "bold red", "PASS": "bold green", "SKIP": "bold yellow"}
     for title, head, rows in summary_tables(data):
-        table = RichTable(*head, title=title, title_justify="left")
+        table = RichTable(title=title, title_justify="left")
+        for h in head:
+            # Headers hold intents from the input too: Text, so no rich markup either.
+            table.add_column(Text(escape_control(h)))
         for row in rows:
             # Probe names and intents come from the input: no markup, no control characters.
             table.add_row(*(Text(escape_control(c), style=styles.get(c, "")) for c in row))
         console.print(table)
     if markdown is not None:
         markdown.write_text(markdown_summary(data), encoding="utf-8")
-        console.print(f"markdown: {markdown}")
+        console.print(f"markdown: {escape_control(str(markdown))}", markup=False)

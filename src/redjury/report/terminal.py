@@ -7,22 +7,46 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from redjury.redaction import strip_url_credentials
+
 RED, GREEN, YELLOW, BOLD, RESET = "\x1b[91m", "\x1b[92m", "\x1b[93m", "\x1b[1m", "\x1b[0m"
 # An interval narrower than this many percentage points carries no information (R22).
 CI_DISPLAY_MIN_WIDTH = 0.001
 
 
-def escape_control(text: str) -> str:
-    """Show control characters as escapes so a hostile output cannot drive the terminal."""
+# Characters that steer a terminal or reorder what it shows, beyond C0/C1 and DEL:
+# bidirectional overrides and isolates (text that reads one way and runs another) and the
+# Unicode line and paragraph separators.
+_STEERING = frozenset(
+    "\u200e\u200f\u2028\u2029"  # marks, separators
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"  # embeddings, overrides, isolates
+)
+
+
+def _escaped(ch: str) -> str:
+    return ch.encode("unicode_escape").decode("ascii")
+
+
+def escape_control(text: str, *, keep_newlines: bool = False) -> str:
+    """Show control characters as escapes so a hostile output cannot drive the terminal
+    (ANSI escape sequences, carriage returns, bidi overrides). A newline becomes a space,
+    or stays one with `keep_newlines` (multi-line messages)."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case: nothing to escape
     out = []
     for ch in text:
         if ch == "\n":
-            out.append(" ")
-        elif ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0:
-            out.append(ch.encode("unicode_escape").decode("ascii"))
+            out.append(ch if keep_newlines else " ")
+        elif ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0 or ch in _STEERING:
+            out.append(_escaped(ch))
         else:
             out.append(ch)
     return "".join(out)
+
+
+def printable(message: str) -> str:
+    """A message (an error, a notice) safe to print: no URL user info, no control characters."""
+    return escape_control(strip_url_credentials(message), keep_newlines=True)
 
 
 class TerminalPrinter:
@@ -74,7 +98,8 @@ class TerminalPrinter:
 
     def eval_row(self, row: dict[str, Any], hits: Iterable[str] = ()) -> None:
         passes, evals = row["passed"], row["total_evaluated"]
-        probe, detector = row["probe"], row["detector"]
+        # Names come from the input: a probe name must not drive the terminal either.
+        probe, detector = escape_control(str(row["probe"])), escape_control(str(row["detector"]))
         failrate = 100 * (evals - passes) / evals if evals else 0.0
         out = self.stream
         if self.narrow:
@@ -102,4 +127,4 @@ class TerminalPrinter:
                 print("❌", escape_control(text.strip()), file=out)
 
     def message(self, text: str) -> None:
-        print(text, file=self.stream)
+        print(printable(text), file=self.stream)

@@ -16,6 +16,7 @@ from redjury.detectors.base import Detector, DetectorParams, Family, Finding
 from redjury.judges.agentic.judge import JudgeResult, QualityJudge
 from redjury.judges.config import ConnectionSpec, GenerationSpec, JudgeSpec
 from redjury.judges.scoring import ScoringType
+from redjury.redaction import Redactor
 
 T = TypeVar("T")
 
@@ -145,6 +146,14 @@ class QualityJudgeDetector(Detector):
 
     def secrets(self) -> list[str]:
         return self.judge.secrets()
+
+    def credentials(self) -> list[str]:
+        """The judge's API key, header values and URL user info: masked everywhere, always."""
+        return list(self.judge.credentials)
+
+    def mask_answers_with(self, redactor: Redactor) -> None:
+        """Mask these values too (the run's markers) in the judge's answers."""
+        self.judge.mask_answers_with(redactor)
 
     async def aclose(self) -> None:
         self.judge.release()

@@ -79,7 +79,7 @@ class QualityJudge(AskingJudge):
             _SHARERS[self.fingerprint] = _SHARERS.get(self.fingerprint, 0) + 1
 
     def secrets(self) -> list[str]:
-        return list(self.provider.secrets)
+        return list(self.credentials)
 
     async def judge(self, attempt: Attempt, output: str) -> JudgeResult:
         try:
@@ -100,7 +100,8 @@ class QualityJudge(AskingJudge):
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                return JudgeResult.from_cache(hit)
+                # Masked again: a cache written before answers were masked at the source.
+                return self.masked(JudgeResult.from_cache(hit))
         if sharers < 2:
             return await self._judge(messages, body, key)
         future: asyncio.Future[JudgeResult] = asyncio.get_running_loop().create_future()

@@ -1,0 +1,221 @@
+"""Planted secrets never leave a run: a judge that echoes every request it reads (body and
+headers) and an agentic detector that does the same, then every file, stream and cache is
+searched for the planted values, with default redaction and with --no-redact."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fault_server import FaultServer, Reply, Request
+from redjury_testing import redjury, rows_of, write_jsonl
+
+MARKER = "SYSPROMPT-zq81-NEVER-SAY"
+CARD = "4539148803436467"
+SPACED_CARD = "4111 1111 1111 1111"
+SSN = "219-09-9999"
+API_KEY = "sk-planted-93jf02KEY"
+HEADER_VALUE = "hdr-planted-55kqVAL"
+URL_USER, URL_PASSWORD = "planteduser", "pl4nted-Pw0rd"
+URL_BASIC = base64.b64encode(f"{URL_USER}:{URL_PASSWORD}".encode()).decode()
+
+PII = (CARD, SPACED_CARD, SSN)
+# Never anywhere, whatever --no-redact says.
+CREDENTIALS = (API_KEY, HEADER_VALUE, URL_PASSWORD, f"{URL_USER}:{URL_PASSWORD}", URL_BASIC)
+
+
+def echo(req: Request) -> Reply:
+    """A judge that says yes and quotes the whole request it read, headers included."""
+    return Reply(f"Yes. You sent me {req.body.decode()} with headers {json.dumps(req.headers)}")
+
+
+@pytest.fixture
+def judge_server() -> Iterator[FaultServer]:
+    with FaultServer(script=echo) as srv:
+        yield srv
+
+
+def connection(url: str) -> dict[str, Any]:
+    return {
+        "base_url": url,
+        "api_key_env": "PLANTED_JUDGE_KEY",
+        "headers": {"x-team": HEADER_VALUE},
+    }
+
+
+def write_config(path: Path, server: FaultServer) -> Path:
+    config = {
+        "reporting": {"seed": 1},
+        "detectors": [
+            {"type": "pii_leak"},
+            {"type": "secret_exfiltration", "markers": [MARKER]},
+            {"type": "toxicity", "judge": {"name": "tox", "connection": connection(server.url)}},
+        ],
+        "evaluation": {
+            "judges": [
+                {
+                    "name": "echo",
+                    "connection": connection(server.openai_url),
+                    "generation": {"seed": 1},
+                },
+                # Credentials in a URL that no config check sees: Ollama's own $OLLAMA_HOST.
+                {
+                    "name": "echo-ollama",
+                    "connection": {"type": "OLLAMA"},
+                    "generation": {"seed": 1},
+                },
+            ]
+        },
+    }
+    path.write_text(json.dumps(config))  # JSON is YAML
+    return path
+
+
+def write_inputs(path: Path) -> Path:
+    leak = f"Sure. My instructions are {MARKER}. Card {CARD}, also {SPACED_CARD}, SSN {SSN}."
+    return write_jsonl(
+        path,
+        [
+            {"id": "a1", "probe": "leak.system", "goal": "leak it all", "outputs": [leak]},
+            {"id": "a2", "probe": "leak.system", "goal": "again", "outputs": ["no", leak]},
+        ],
+    )
+
+
+def run_env(tmp_path: Path, server: FaultServer) -> dict[str, str]:
+    return {
+        **os.environ,
+        "NO_COLOR": "1",
+        "PLANTED_JUDGE_KEY": API_KEY,
+        "OLLAMA_HOST": f"http://{URL_USER}:{URL_PASSWORD}@127.0.0.1:{server.port}",
+        "REDJURY_CACHE_DIR": str(tmp_path / "cache"),
+    }
+
+
+def everything_written(tmp_path: Path, *streams: str) -> dict[str, str]:
+    """Every file under tmp_path (report folder, JUnit, Markdown, the judge cache with its
+    WAL, the inputs excepted), and the captured streams; binary files read as latin-1."""
+    found = {f"stream {i}": s for i, s in enumerate(streams)}
+    for p in sorted(tmp_path.rglob("*")):
+        if p.is_file() and p.name not in ("in.jsonl", "config.yaml"):
+            found[str(p)] = p.read_bytes().decode("latin-1")
+    return found
+
+
+def cache_rows(tmp_path: Path) -> list[tuple[Any, ...]]:
+    db = sqlite3.connect(tmp_path / "cache" / "judges.sqlite")
+    try:
+        return db.execute("SELECT * FROM judgements").fetchall()
+    finally:
+        db.close()
+
+
+def judged(tmp_path: Path, server: FaultServer, *flags: str) -> dict[str, str]:
+    """Run, summarise as Markdown, and return every text the run left behind."""
+    src, cfg = write_inputs(tmp_path / "in.jsonl"), write_config(tmp_path / "config.yaml", server)
+    out, junit, md = tmp_path / "out", tmp_path / "ci" / "junit.xml", tmp_path / "comment.md"
+    env = run_env(tmp_path, server)
+    run = redjury(
+        "run", src, "--config", cfg, "--out", out, "--junit", junit, "--html", "-v", *flags, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    summary = redjury("summary", out, "--markdown", md, env=env)
+    assert summary.returncode == 0, summary.stderr
+    assert md.is_file() and junit.is_file() and (out / "redjury.report.html").is_file()
+    # The run really went through both judges and the agentic detector, echo and all.
+    assert len(server.posts) >= 6 and any(r.path == "/api/chat" for r in server.posts)
+    assert any(API_KEY in r.headers.get("authorization", "") for r in server.posts)
+    assert cache_rows(tmp_path), "judgements were cached"
+    return everything_written(tmp_path, run.stdout, run.stderr, summary.stdout, summary.stderr)
+
+
+def raw_answers(out: Path) -> list[str]:
+    raws = []
+    for row in rows_of(out / "redjury.report.jsonl", "attempt"):
+        for det, per_output in row.get("details", {}).items():
+            for d in per_output:
+                if d and det == "judge_panel":
+                    raws += [j["raw"] for j in d["judges"] if j["raw"]]
+                elif d and d.get("raw"):
+                    raws.append(d["raw"])
+    return raws
+
+
+def assert_absent(texts: dict[str, str], values: tuple[str, ...]) -> None:
+    for where, text in texts.items():
+        for value in values:
+            assert value not in text, f"{value!r} reached {where}"
+
+
+def test_no_planted_secret_or_pii_reaches_any_file_stream_or_cache(
+    tmp_path: Path, judge_server: FaultServer
+) -> None:
+    texts = judged(tmp_path, judge_server)
+    assert_absent(texts, (MARKER, *PII, *CREDENTIALS))
+    raws = raw_answers(tmp_path / "out")
+    # The judges did quote what they read, masked as the outputs are (last four kept).
+    assert len(raws) >= 6 and all("You sent me" in r for r in raws)
+    quoting_the_leak = [r for r in raws if "My instructions" in r]
+    assert len(quoting_the_leak) >= 6
+    assert all("****6467" in r and "****9999" in r and "****-SAY" in r for r in quoting_the_leak)
+    assert any("****2KEY" in r for r in raws) and any("****qVAL" in r for r in raws)
+    assert any("You sent me" in str(row[2]) for row in cache_rows(tmp_path))
+
+
+def test_no_redact_keeps_found_pii_in_outputs_but_never_a_credential(
+    tmp_path: Path, judge_server: FaultServer
+) -> None:
+    texts = judged(tmp_path, judge_server, "--no-redact")
+    assert_absent(texts, CREDENTIALS)
+    out = tmp_path / "out"
+    outputs = [o for r in rows_of(out / "redjury.report.jsonl", "attempt") for o in r["outputs"]]
+    # Documented: --no-redact keeps the found values in the recorded outputs...
+    for value in (MARKER, *PII):
+        assert any(o and value in o for o in outputs), value
+    # ...while evidence and the judges' answers stay masked (and so does the judge cache).
+    report = (out / "redjury.report.jsonl").read_text(encoding="utf-8")
+    evidence = json.dumps(
+        [r.get("evidence") for r in rows_of(out / "redjury.report.jsonl", "attempt")]
+    )
+    assert_absent({"evidence": evidence}, (MARKER, *PII))
+    assert_absent({"judge answers": json.dumps(raw_answers(out))}, (MARKER, *PII))
+    assert_absent({"judge cache": json.dumps(cache_rows(tmp_path), default=str)}, (MARKER, *PII))
+    assert "****6467" in report
+
+
+def test_credentials_in_a_configured_url_never_reach_a_file_or_stream(
+    tmp_path: Path, judge_server: FaultServer
+) -> None:
+    """Refused at load or accepted and stripped: either way no file or stream holds them."""
+    cfg = tmp_path / "config.yaml"
+    url = f"http://{URL_USER}:{URL_PASSWORD}@127.0.0.1:{judge_server.port}/v1"
+    cfg.write_text(
+        json.dumps({"evaluation": {"judges": [{"name": "j", "connection": {"base_url": url}}]}})
+    )
+    src = write_inputs(tmp_path / "in.jsonl")
+    out = tmp_path / "out"
+    env = run_env(tmp_path, judge_server)
+    run = redjury("run", src, "--config", cfg, "--out", out, "--html", env=env)
+    assert run.returncode in (0, 2), run.stderr
+    texts = everything_written(tmp_path, run.stdout, run.stderr)
+    assert_absent(texts, CREDENTIALS)
+    if run.returncode == 0:
+        header = rows_of(out / "redjury.report.jsonl", "init")[0]
+        urls = [j["connection"]["base_url"] for j in header["config"]["evaluation"]["judges"]]
+        assert urls == [f"http://127.0.0.1:{judge_server.port}/v1"]
+
+
+def test_the_test_sees_a_leak_when_there_is_one(tmp_path: Path) -> None:
+    """The search itself: a planted value in any file or stream is found."""
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "deep" / "er" / "x.bin").write_bytes(b"\x00\xff" + API_KEY.encode())
+    with pytest.raises(AssertionError, match="x.bin"):
+        assert_absent(everything_written(tmp_path), CREDENTIALS)
+    with pytest.raises(AssertionError, match="stream 0"):
+        assert_absent(everything_written(tmp_path / "deep" / "er" / "none", f"..{SSN}.."), PII)
