@@ -607,6 +607,35 @@ def case_bootstrap(sz: Sizes, runs: int) -> tuple[list[Row], dict]:
     ], {"garak": g, "redjury": r}
 
 
+def case_api(sz: Sizes) -> tuple[list[Row], dict]:
+    calls = 2_000 if sz is QUICK else 20_000
+    r = redjury_api("--calls", calls, "--attempts", calls)
+    return [
+        Row(
+            "8",
+            "`redjury.detect` on one reply, default detectors: median / p99 per call",
+            f"{r['median_us']:,.0f} / {r['p99_us']:,.0f} µs",
+            "—",
+            None,
+            "reported",
+            None,
+        ),
+        Row(
+            "8",
+            "in-memory `redjury.evaluate`, same replies: cost per reply",
+            f"{r['per_reply_us']:,.0f} µs",
+            "—",
+            None,
+            "reported",
+            None,
+        ),
+    ], r
+
+
+def redjury_api(*args: object) -> dict:
+    return worker(sys.executable, HERE / "api_detect.py", *args)
+
+
 # -- output -------------------------------------------------------------------------------
 HEADER = ["case", "measure", "redjury", "peer", "peer / redjury", "goal", "status"]
 
@@ -646,7 +675,7 @@ def machine() -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes, for development")
-    p.add_argument("--cases", default="1,2,3,4,5,6", help="comma-separated case numbers")
+    p.add_argument("--cases", default="1,2,3,4,5,6,8", help="comma-separated case numbers")
     p.add_argument("--runs", type=int, default=3, help="runs per side (medians; at least 3)")
     p.add_argument("--note", default="", help="a line to put under the table (e.g. machine shared)")
     args = p.parse_args()
@@ -669,6 +698,7 @@ def main() -> int:
             ("3", lambda: case_judges(sz, runs, tmp, cases)),
             ("5", lambda: case_memory(sz, tmp)),
             ("6", lambda: case_bootstrap(sz, runs)),
+            ("8", lambda: case_api(sz)),
         ]
         for case, step in steps:
             if case not in cases:
