@@ -67,7 +67,7 @@ def test_more_than_twenty_bad_lines_are_summarised(tmp_path: Path) -> None:
 def test_skip_bad_lines_judges_the_rest_and_records_input_errors(tmp_path: Path) -> None:
     src = write_jsonl(
         tmp_path / "in.jsonl",
-        [{"id": "a", "output": "I can't help with that."}, "{oops", {"id": "b"}],
+        [{"id": "a", "output": "I can't help with that."}, "{oops", {"id": "b", "outputs": [None]}],
     )
     out = tmp_path / "out"
     proc = redjury("run", src, "--out", out, "--skip-bad-lines")

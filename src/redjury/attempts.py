@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# A score carried in the input: a number in [0, 1] (JSON true, or "0.5" as a string, is not).
+Score = Annotated[float, Field(ge=0, le=1, strict=True)]
+
+
+class FieldError(ValueError):
+    """A problem one check across fields found, naming the field (`messages.2.role`)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
 
 
 class Turn(BaseModel):
-    """One turn of a transcript."""
+    """One turn of a transcript; the role in any case (`Assistant` is `assistant`)."""
 
     model_config = ConfigDict(extra="ignore")
 
-    role: str
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | None = None
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _role_in_any_case(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
 
 
 class Usage(BaseModel):
@@ -21,9 +39,9 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    prompt_tokens: int | None = Field(default=None, ge=0)
-    completion_tokens: int | None = Field(default=None, ge=0)
-    total_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: int | None = Field(default=None, ge=0, strict=True)
+    completion_tokens: int | None = Field(default=None, ge=0, strict=True)
+    total_tokens: int | None = Field(default=None, ge=0, strict=True)
 
     @model_validator(mode="after")
     def _fill_total(self) -> Usage:
@@ -39,7 +57,8 @@ class Attempt(BaseModel):
 
     `outputs` holds one entry per generation (None where the target produced nothing).
     With a `messages` transcript and no `outputs`, the outputs are the assistant turns
-    after the last user turn.
+    after the last user turn. Numbers are strict (`"12"` is not a number), and scores
+    carried in `detector_results` are null or in [0, 1], one per output.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -56,14 +75,14 @@ class Attempt(BaseModel):
     context: list[str] | None = None
     source: str | None = None
     expected: str | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
+    latency_ms: float | None = Field(default=None, ge=0, strict=True)
     usage: Usage | None = None
     notes: dict[str, Any] = Field(default_factory=dict)
     run_id: str | None = None
-    seq: int | None = None
+    seq: int | None = Field(default=None, strict=True)
     generator: str | None = None
     # Scores already present in the input (a garak report's detector_results).
-    detector_results: dict[str, list[float | None]] = Field(default_factory=dict)
+    detector_results: dict[str, list[Score | None]] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
     @classmethod
@@ -79,10 +98,32 @@ class Attempt(BaseModel):
             return [value]
         return value
 
+    @field_validator("notes")
+    @classmethod
+    def _notes_writable(cls, notes: dict[str, Any]) -> dict[str, Any]:
+        if not notes:
+            return notes
+        try:  # notes are carried into the report as they are: they must write back as JSON
+            orjson.dumps(notes)
+        except orjson.JSONEncodeError as exc:
+            deep = "Recursion" in str(exc)
+            raise FieldError("notes", "nested too deeply" if deep else str(exc)) from None
+        raw = notes.get("triggers")
+        if raw is None or type(raw) is str:
+            return notes
+        if type(raw) is not list:
+            raise FieldError("notes.triggers", "a string or a list of strings (canary markers)")
+        for i, marker in enumerate(raw):
+            if marker is not None and type(marker) is not str:
+                raise FieldError(f"notes.triggers.{i}", "a canary marker is a string")
+        return notes
+
     @model_validator(mode="before")
     @classmethod
     def _single_output(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "output" in data and "outputs" not in data:
+        if isinstance(data, dict) and "output" in data:
+            if "outputs" in data:
+                raise FieldError("output", "give `output` or `outputs`, not both")
             data = dict(data)
             data["outputs"] = [data.pop("output")]
         return data
@@ -96,18 +137,33 @@ class Attempt(BaseModel):
             self.outputs = [
                 t.content for t in self.messages[last_user + 1 :] if t.role == "assistant"
             ]
+        if self.detector_results:
+            self._one_score_per_output()
         return self
+
+    def _one_score_per_output(self) -> None:
+        n = len(self.outputs)
+        for name, scores in self.detector_results.items():
+            if len(scores) != n:
+                raise FieldError(
+                    f"detector_results.{name}",
+                    f"{_count(len(scores), 'score')} for {_count(n, 'output')}: give one score (or null) per output",
+                )
 
     @property
     def triggers(self) -> list[str]:
-        """Canary markers planted for this attempt (`notes.triggers`)."""
+        """Canary markers planted for this attempt (`notes.triggers`); empty ones skipped."""
         raw = self.notes.get("triggers") or []
         if isinstance(raw, str):
             return [raw]
-        return [str(t) for t in raw if t]
+        return [t for t in raw if t]
 
     def assistant_turns(self) -> list[str | None]:
         """Every assistant turn of the transcript, or the outputs when there is none."""
         if self.messages:
             return [t.content for t in self.messages if t.role == "assistant"]
         return list(self.outputs)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

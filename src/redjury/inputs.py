@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
-from redjury.attempts import Attempt
+from redjury.attempts import Attempt, FieldError
 
 MAX_REPORTED_ERRORS = 20
 # The head of a garak attempt row as garak writes it (entry_type, uuid, seq, status first):
@@ -117,17 +118,170 @@ def garak_attempt_fields(row: dict[str, Any], setup: GarakSetup) -> dict[str, An
     return data
 
 
-def _validation_errors(path: str, line: int, exc: ValidationError) -> list[LineError]:
-    out = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(record)"
-        out.append(LineError(path, line, loc, err["msg"]))
-    return out
+# What a JSON value is, in the words of a line error ("a valid number, not a string").
+_JSON_KINDS: dict[type, str] = {
+    str: "a string",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+}
+# garak's names for the fields a garak row maps onto.
+_GARAK_FIELDS = {"id": "uuid", "probe": "probe_classname"}
+
+
+def _first_error(
+    path: str, line: int, exc: ValidationError, names: dict[str, str] | None = None
+) -> LineError:
+    """The first problem pydantic found, named by its field as the file spells it."""
+    err = exc.errors()[0]
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldError):
+        return LineError(path, line, cause.field, cause.reason)
+    loc = [str(p) for p in err["loc"]]
+    if loc and names:
+        loc[0] = names.get(loc[0], loc[0])
+    reason = err["msg"]
+    if err["type"].endswith("_type"):
+        reason += f", not {_JSON_KINDS.get(type(err['input']), 'that')}"
+    return LineError(path, line, ".".join(loc) or "(record)", reason)
+
+
+def _line_error(path: str, line: int, field: str, reason: str) -> InputRecord:
+    return InputRecord(path, line, None, LineError(path, line, field, reason))
+
+
+def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """The line's JSON object, or (field, reason) saying why there is none."""
+    try:
+        data = orjson.loads(raw)
+    except ValueError as exc:
+        return None, ("(line)", f"not JSON: {_json_reason(exc)}")
+    if not isinstance(data, dict):
+        return None, ("(line)", "not a JSON object")
+    return data, None
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _RepeatedKey(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def hidden_json_problem(raw: bytes, data: dict[str, Any]) -> tuple[str, str] | None:
+    """A repeated key or nesting too deep to write back: what a JSON parse passes in silence.
+
+    orjson keeps the last of two equal keys. Writing the object back (orjson refuses more
+    than 254 levels) and counting quote characters finds a repeat: a dropped key takes its
+    quotes with it. Only such a line is parsed again, slowly, to name the key.
+    """
+    try:
+        written = orjson.dumps(data)
+    except orjson.JSONEncodeError:
+        return "(line)", "nested more than 250 levels deep"
+    if raw.count(b'"') == written.count(b'"') and b"\\u0022" not in raw:
+        return None
+    try:
+        json.loads(raw, object_pairs_hook=_unique_pairs)
+    except _RepeatedKey as exc:
+        return str(exc), "repeated key: JSON keeps only the last value, so give it once"
+    return None
+
+
+def _no_replies(path: str, line: int, attempt: Attempt, field: str) -> InputRecord | None:
+    """An attempt with nothing to judge is a bad line, not a silent zero in the counts."""
+    if attempt.outputs:
+        return None
+    if attempt.messages:
+        field, reason = "messages", "no assistant turn after the last user turn"
+    else:
+        reason = "no replies to judge (null stands for a reply the target did not give)"
+    return _line_error(path, line, field, reason)
+
+
+def redjury_line_problem(data: dict[str, Any]) -> tuple[str, str] | None:
+    """A garak row inside a redjury JSONL file: one file holds one format."""
+    if "entry_type" in data:
+        return "entry_type", (
+            "a garak row in a redjury JSONL file (its first record is a redjury attempt);"
+            " give each format its own file"
+        )
+    return None
+
+
+def garak_row_problem(row: dict[str, Any]) -> tuple[str, str] | None:
+    """What in a garak row would be misread or skipped in silence, checked before mapping."""
+    kind = row.get("entry_type")
+    if kind is None:
+        return "entry_type", (
+            "missing: not a garak row, in a garak report; give each format its own file"
+        )
+    if type(kind) is not str:
+        return "entry_type", "the kind of garak row, a string"
+    if kind != "attempt":
+        return None
+    if type(row.get("uuid")) is not str:
+        return "uuid", "garak's attempt id, a string"
+    status = row.get("status")
+    if type(status) is not int or status not in (0, 1, 2):
+        return "status", "garak's attempt status: 0, 1 or 2 (a number)"
+    notes = row.get("notes")
+    if notes is not None and type(notes) is not dict:
+        return "notes", f"a JSON object, not {_JSON_KINDS.get(type(notes), 'that')}"
+    return _garak_outputs_problem(row.get("outputs"))
+
+
+def _garak_outputs_problem(outputs: Any) -> tuple[str, str] | None:
+    if outputs is None:
+        return None
+    if type(outputs) is not list:
+        kind = _JSON_KINDS.get(type(outputs), "that")
+        return "outputs", f"a list with one entry per generation, not {kind}"
+    for i, out in enumerate(outputs):
+        if out is None or type(out) is str:
+            continue
+        if type(out) is not dict or not (out.get("text") is None or type(out["text"]) is str):
+            return f"outputs.{i}", 'a garak Message ({"text": ...}), a string or null'
+    return None
+
+
+def align_garak_scores(fields: dict[str, Any]) -> None:
+    """Older garak detectors skipped null outputs and wrote fewer scores than outputs: put
+    a null score back at each null output, so every score meets its own output. A detector
+    that wrote no score at all scored nothing: all its scores are null (counted as nones)."""
+    results, outputs = fields.get("detector_results"), fields.get("outputs") or []
+    if not results or type(results) is not dict:
+        return
+    present = None
+    for name, scores in list(results.items()):
+        if type(scores) is not list or len(scores) >= len(outputs):
+            continue
+        if present is None:
+            present = [i for i, o in enumerate(outputs) if o is not None]
+        if scores and len(scores) != len(present):
+            continue
+        aligned: list[Any] = [None] * len(outputs)
+        for i, score in zip(present, scores, strict=False):
+            aligned[i] = score
+        results = {**results, name: aligned}
+    fields["detector_results"] = results
 
 
 def detect_format(path: Path) -> str:
     """Another tool's format recognised from the content (promptfoo, inspect_ai, PyRIT,
-    Azure), else `garak` when the first record has garak's `entry_type`, else `redjury`."""
+    Azure), else `garak` when the first JSON object has garak's `entry_type`, else `redjury`.
+
+    A broken line before it does not decide: it is reported as a bad line of the format
+    that the rest of the file is."""
     # Imported here: the readers build InputRecords from this module.
     from redjury.formats import sniff
 
@@ -137,11 +291,9 @@ def detect_format(path: Path) -> str:
     with path.open("rb") as fh:
         for raw in fh:
             if raw.strip():
-                try:
-                    first = orjson.loads(raw)
-                except ValueError:
-                    return "redjury"
-                return "garak" if isinstance(first, dict) and "entry_type" in first else "redjury"
+                first, _ = _json_object(raw)
+                if first is not None:
+                    return "garak" if "entry_type" in first else "redjury"
     return "redjury"
 
 
@@ -157,15 +309,10 @@ class AttemptSource(Protocol):
 
 
 def redjury_record(name: str, lineno: int, data: Any) -> InputRecord:
-    """One redjury record (a parsed JSONL line or a dict from Python) as an attempt or an error."""
+    """One redjury record given as a dict (from Python) as an attempt or a line error."""
     if not isinstance(data, dict):
-        return InputRecord(
-            name, lineno, None, LineError(name, lineno, "(line)", "not a JSON object")
-        )
-    try:
-        return InputRecord(name, lineno, Attempt.model_validate(data))
-    except ValidationError as exc:
-        return InputRecord(name, lineno, None, _validation_errors(name, lineno, exc)[0])
+        return _line_error(name, lineno, "(line)", "not a JSON object")
+    return _checked_redjury(name, lineno, data, redjury_line_problem(data))
 
 
 @dataclass
@@ -199,19 +346,8 @@ class InputSet:
         name = str(path)
         with path.open("rb") as fh:
             for lineno, raw in enumerate(fh, 1):
-                if not raw or raw.isspace():
-                    continue
-                try:
-                    data = orjson.loads(raw)
-                except ValueError as exc:
-                    yield InputRecord(
-                        name,
-                        lineno,
-                        None,
-                        LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}"),
-                    )
-                    continue
-                yield redjury_record(name, lineno, data)
+                if raw and not raw.isspace():
+                    yield _redjury_record(name, lineno, raw)
 
     def _scan_garak(self, path: Path) -> None:
         name = str(path)
@@ -224,13 +360,15 @@ class InputSet:
                 head = _GARAK_ATTEMPT_HEAD.match(raw)
                 if head is not None:
                     if head.group(2) == b"2":
-                        final.add(hash(head.group(1).decode()))
+                        final.add(hash(head.group(1).decode(errors="replace")))
                     continue
                 if b'"entry_type"' not in raw:
                     continue
                 try:
                     row = orjson.loads(raw)
                 except ValueError:
+                    continue
+                if not isinstance(row, dict):
                     continue
                 kind = row.get("entry_type")
                 if kind == "start_run setup":
@@ -240,7 +378,9 @@ class InputSet:
                     gens = row.get("run.generations")
                     setup.generations_per_prompt = gens if isinstance(gens, int) else None
                 elif kind == "attempt" and row.get("status") == 2:
-                    final.add(hash(str(row.get("uuid"))))
+                    uuid = row.get("uuid")
+                    if type(uuid) is str:  # any other is reported by the reading pass
+                        final.add(hash(uuid))
         self.garak_setup[name] = setup
         self._final_rows[name] = final
 
@@ -255,30 +395,55 @@ class InputSet:
                     continue
                 head = _GARAK_ATTEMPT_HEAD.match(raw)
                 if head is not None:
-                    head_status, head_uuid = head.group(2), head.group(1).decode()
-                    if head_status != b"2" and (head_status != b"1" or hash(head_uuid) in final):
+                    head_status, head_uuid = head.group(2), head.group(1).decode(errors="replace")
+                    if head_status == b"0" or (head_status == b"1" and hash(head_uuid) in final):
                         continue
-                try:
-                    row = orjson.loads(raw)
-                except ValueError as exc:
-                    yield InputRecord(
-                        name,
-                        lineno,
-                        None,
-                        LineError(name, lineno, "(line)", f"not JSON: {_json_reason(exc)}"),
-                    )
+                row, problem = _json_object(raw)
+                if row is not None:
+                    problem = garak_row_problem(row)
+                if problem is not None:
+                    yield _line_error(name, lineno, *problem)
                     continue
-                if not isinstance(row, dict) or row.get("entry_type") != "attempt":
+                assert row is not None
+                if row["entry_type"] != "attempt":
                     continue
-                status = row.get("status")
-                if status != 2 and (status != 1 or hash(str(row.get("uuid"))) in final):
+                status = row["status"]
+                if status != 2 and (status != 1 or hash(row["uuid"]) in final):
                     continue
-                try:
-                    attempt = Attempt.model_validate(garak_attempt_fields(row, setup))
-                except ValidationError as exc:
-                    yield InputRecord(name, lineno, None, _validation_errors(name, lineno, exc)[0])
-                    continue
-                yield InputRecord(name, lineno, attempt)
+                yield _garak_record(name, lineno, row, setup)
+
+
+def _redjury_record(name: str, lineno: int, raw: bytes) -> InputRecord:
+    data, problem = _json_object(raw)
+    if data is not None:
+        problem = redjury_line_problem(data) or hidden_json_problem(raw, data)
+    return _checked_redjury(name, lineno, data, problem)
+
+
+def _checked_redjury(
+    name: str, lineno: int, data: dict[str, Any] | None, problem: tuple[str, str] | None
+) -> InputRecord:
+    if problem is not None:
+        return _line_error(name, lineno, *problem)
+    assert data is not None
+    try:
+        attempt = Attempt.model_validate(data)
+    except ValidationError as exc:
+        return InputRecord(name, lineno, None, _first_error(name, lineno, exc))
+    return _no_replies(name, lineno, attempt, "outputs") or InputRecord(name, lineno, attempt)
+
+
+def _garak_record(name: str, lineno: int, row: dict[str, Any], setup: GarakSetup) -> InputRecord:
+    try:
+        fields = garak_attempt_fields(row, setup)
+    except RecursionError:  # a prompt nested ~1,000 levels deep, turned into text
+        return _line_error(name, lineno, "prompt", "nested too deeply")
+    align_garak_scores(fields)
+    try:
+        attempt = Attempt.model_validate(fields)
+    except ValidationError as exc:
+        return InputRecord(name, lineno, None, _first_error(name, lineno, exc, _GARAK_FIELDS))
+    return _no_replies(name, lineno, attempt, "outputs") or InputRecord(name, lineno, attempt)
 
 
 @dataclass
