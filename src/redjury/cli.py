@@ -13,23 +13,54 @@ import typer
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
 from redjury.inputs import InputError
 
+try:  # typer 0.22 on carries its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # older typer runs on click itself
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
+# Plain click help, not rich panels: the panels cut long option names (garak's spellings)
+# at 80 columns; click wraps the descriptions and keeps every name whole.
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode=None,
     help="Judge what an LLM target said: detectors, judge panels, attack-success rates with intervals.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 detectors_app = typer.Typer(
-    help="The registered detectors and judge scoring types.", no_args_is_help=True
+    help="The registered detectors and judge scoring types.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(detectors_app, name="detectors")
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
 
 
+ERROR_PREFIX = "redjury: error: "
+
+
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    typer.echo(f"redjury: error: {message}", err=True)
+    typer.echo(f"{ERROR_PREFIX}{message}", err=True)
     return typer.Exit(code)
+
+
+def _os_error(exc: OSError) -> str:
+    """`path: what is wrong`, not a bare `[Errno 2] …`."""
+    if exc.filename is None:
+        return str(exc)
+    what = {
+        FileNotFoundError: "no such file",
+        IsADirectoryError: "is a folder, not a file",
+        PermissionError: "permission denied",
+    }.get(type(exc), exc.strerror or type(exc).__name__)
+    return f"{exc.filename}: {what}"
+
+
+def _out_folder(out: Path | None) -> None:
+    """`--out` names a folder: an existing file there is a usage error, not a crash."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: is a file; name a folder (new, or a run folder to resume)")
 
 
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
@@ -176,6 +207,7 @@ def run(
     from redjury.pipeline import RunError, RunOptions
     from redjury.pipeline import run as run_pipeline
 
+    _out_folder(out)
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -220,7 +252,7 @@ def run(
     try:
         result = run_pipeline(options)
     except InputError as exc:
-        raise _fail(f"bad input, nothing judged:\n{exc}") from None
+        raise _fail(f"bad input, nothing judged:{chr(10) if exc.errors else ' '}{exc}") from None
     except RunError as exc:
         raise _fail(str(exc), exc.exit_code) from None
     except (ConfigError, ValueError) as exc:
@@ -250,7 +282,9 @@ def report(
 
     try:
         path = write_html(out_dir)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"html: {path}")
 
@@ -267,7 +301,9 @@ def summary(
 
     try:
         print_summary(out_dir, markdown)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
         raise _fail(str(exc)) from None
 
 
@@ -284,9 +320,15 @@ def calibrate(
     """Build a Z-score calibration file (mu, sigma per probe/detector) from several reports."""
     from redjury.stats import write_calibration
 
+    for path in reports:
+        if not path.is_file():
+            what = "is a folder, not a report file" if path.is_dir() else "no such report file"
+            raise _fail(f"{path}: {what}")
     try:
         data = write_calibration(reports, output)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"calibration: {output} ({sum(1 for k in data if '/' in k)} probe/detector pairs)")
 
@@ -312,6 +354,7 @@ def audit(
     """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
     from redjury.audit.command import run_audit
 
+    _out_folder(out)
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -375,14 +418,26 @@ def detectors_list(
 
 def main() -> None:
     try:
-        app()
+        code = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        typer.echo(exc.format_message(), err=True)
+        sys.exit(exc.exit_code)
+    except click_errors.UsageError as exc:
+        # click's usage errors in redjury's one error format, with where to read more.
+        command = exc.ctx.command_path if exc.ctx is not None else "redjury"
+        typer.echo(f"{ERROR_PREFIX}{exc.format_message()} (see '{command} --help')", err=True)
+        sys.exit(exc.exit_code)
+    except click_errors.ClickException as exc:
+        typer.echo(f"{ERROR_PREFIX}{exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.exit(130)
     except SystemExit:
         raise
-    except KeyboardInterrupt:
-        sys.exit(130)
     except Exception as exc:  # the last resort: an internal error, exit 1
-        typer.echo(f"redjury: internal error: {type(exc).__name__}: {exc}", err=True)
+        typer.echo(f"{ERROR_PREFIX}internal error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(EXIT_INTERNAL)
+    sys.exit(code or 0)
 
 
 if __name__ == "__main__":

@@ -215,6 +215,13 @@ class RunTally:
             }
 
 
+def _one_turn(prompt: str | None) -> dict[str, Any] | None:
+    """A prompt text as garak's Conversation of one user turn."""
+    if prompt is None:
+        return None
+    return {"turns": [{"role": "user", "content": {"text": prompt}}]}
+
+
 class HitlogBuilder:
     """garak's hitlog entries for the failing outputs of attempt rows.
 
@@ -239,26 +246,44 @@ class HitlogBuilder:
             notes = row.get("notes") or {}
             prompt = row.get("prompt")
             outputs = row.get("outputs") or []
+            # A garak report's prompt, outputs and uuid as garak wrote them, for its hitlog.
+            source = row.get("source_record") or {}
+            written = source.get("outputs")
             self._base = (
                 row.get("goal"),
-                {"turns": [{"role": "user", "content": {"text": prompt}}]}
-                if prompt is not None
-                else None,
+                source["prompt"] if "prompt" in source else _one_turn(prompt),
                 notes.get("triggers") if isinstance(notes, dict) else None,
                 row.get("run_id"),
-                row.get("id"),
+                source.get("uuid", row.get("id")),
                 row.get("seq"),
                 row.get("generator") or self.generator,
                 row.get("probe"),
                 self.generations_per_prompt or len(outputs),
                 outputs,
+                written if isinstance(written, list) else None,
             )
             self._row = row
-        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs = self._base
+        (
+            goal,
+            prompt,
+            triggers,
+            run_id,
+            attempt_id,
+            seq,
+            generator,
+            probe,
+            gpp,
+            outputs,
+            written,
+        ) = self._base
+        if written is not None:
+            output = written[idx] if idx < len(written) else None
+        else:
+            output = {"text": outputs[idx] if idx < len(outputs) else None}
         return {
             "goal": goal,
             "prompt": prompt,
-            "output": {"text": outputs[idx] if idx < len(outputs) else None},
+            "output": output,
             "triggers": triggers,
             "score": score,
             "run_id": run_id,

@@ -21,7 +21,7 @@ from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector, Finding
 from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
-from redjury.inputs import InputError, InputSet, LineError, check_inputs
+from redjury.inputs import InputError, InputSet, LineError, check_inputs, path_problem
 from redjury.redaction import Redactor
 from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME, JsonlWriter, dumps, read_rows
@@ -50,6 +50,7 @@ _ROW_FIELDS = (
     "run_id",
     "seq",
     "generator",
+    "source_record",
 )
 
 _TEXT_FIELDS = tuple(f for f in _ROW_FIELDS if f not in ("latency_ms", "usage", "seq"))
@@ -218,9 +219,6 @@ class _AttemptScorer:
             row["details"] = details
         # Only the recorded text can hold a secret: detector evidence is masked at source.
         if self.redact:
-            if attempt.notes.get("triggers"):
-                # Canaries planted for this attempt are markers too, found or not.
-                found.extend(attempt.triggers)
             redactor = self.markers.with_values(found) if found else self.markers
             if self.always:
                 redactor = redactor.with_values(self.always.values)
@@ -260,8 +258,8 @@ class Run:
     # -- input ---------------------------------------------------------------------
     def check(self) -> tuple[int, int]:
         for p in self.inputs.paths:
-            if not p.is_file():
-                raise RunError(f"{p}: no such input file")
+            if problem := path_problem(p):
+                raise RunError(f"{p}: {problem}")
         good, errors, total_errors = check_inputs(self.inputs)
         if errors and not self.options.skip_bad_lines:
             raise InputError(errors, total_errors)
@@ -271,7 +269,7 @@ class Run:
                 raise InputError(
                     errors, total_errors, f"{names}: no valid attempts (every line is bad)"
                 )
-            raise InputError([], 0, f"{names}: no attempts to judge (the input is empty)")
+            raise InputError([], 0, self.inputs.empty_reason())
         for setup in self.inputs.garak_setup.values():
             self.generator = self.generator or setup.generator
             self.generations_per_prompt = (
