@@ -222,6 +222,15 @@ def _one_turn(prompt: str | None) -> dict[str, Any] | None:
     return {"turns": [{"role": "user", "content": {"text": prompt}}]}
 
 
+def _hit_output(text: str | None, idx: int, fields: Any) -> Any:
+    """The hitlog's `output`: `{"text": ...}` for redjury input; for a garak report, its
+    Message (the text plus the fields it had) or, where garak wrote strings, the string."""
+    if fields is False:
+        return {"text": text}
+    entry = fields[idx] if fields is not None and idx < len(fields) else None
+    return text if entry is None else {"text": text, **entry}
+
+
 class HitlogBuilder:
     """garak's hitlog entries for the failing outputs of attempt rows.
 
@@ -246,9 +255,8 @@ class HitlogBuilder:
             notes = row.get("notes") or {}
             prompt = row.get("prompt")
             outputs = row.get("outputs") or []
-            # A garak report's prompt, outputs and uuid as garak wrote them, for its hitlog.
+            # A garak report's prompt, Message fields and uuid as garak wrote them.
             source = row.get("source_record") or {}
-            written = source.get("outputs")
             self._base = (
                 row.get("goal"),
                 source["prompt"] if "prompt" in source else _one_turn(prompt),
@@ -260,7 +268,7 @@ class HitlogBuilder:
                 row.get("probe"),
                 self.generations_per_prompt or len(outputs),
                 outputs,
-                written if isinstance(written, list) else None,
+                source.get("outputs") if "outputs" in source else False,
             )
             self._row = row
         (
@@ -274,16 +282,12 @@ class HitlogBuilder:
             probe,
             gpp,
             outputs,
-            written,
+            fields,
         ) = self._base
-        if written is not None:
-            output = written[idx] if idx < len(written) else None
-        else:
-            output = {"text": outputs[idx] if idx < len(outputs) else None}
         return {
             "goal": goal,
             "prompt": prompt,
-            "output": output,
+            "output": _hit_output(outputs[idx] if idx < len(outputs) else None, idx, fields),
             "triggers": triggers,
             "score": score,
             "run_id": run_id,

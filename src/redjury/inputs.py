@@ -105,6 +105,18 @@ def _message_text(value: Any) -> str | None:
     return str(value)
 
 
+def _message_fields(outputs: Any) -> list[dict[str, Any] | None] | None:
+    """garak's Message objects without their text (the attempt's outputs hold it), or None
+    where garak wrote plain strings (before 0.11): enough to write its hitlog's `output`
+    exactly, without a second copy of every output in the report."""
+    if not isinstance(outputs, list) or not any(isinstance(o, dict) for o in outputs):
+        return None
+    return [
+        {k: v for k, v in o.items() if k != "text"} if isinstance(o, dict) else None
+        for o in outputs
+    ]
+
+
 def _garak_prompt(prompt: Any) -> str | None:
     if prompt is None or isinstance(prompt, str):
         return prompt
@@ -129,7 +141,7 @@ def garak_attempt_fields(
     report gives several attempts (a merged report), and the uuid is kept for the hitlog."""
     notes = row.get("notes") or {}
     outputs = row.get("outputs") or []
-    source: dict[str, Any] = {"prompt": row.get("prompt"), "outputs": row.get("outputs")}
+    source: dict[str, Any] = {"prompt": row.get("prompt"), "outputs": _message_fields(outputs)}
     if attempt_id is not None:
         source["uuid"] = row.get("uuid")
     data: dict[str, Any] = {
