@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -14,7 +15,17 @@ from redjury.attempts import Attempt
 from redjury.detectors.base import Verdict
 from redjury.detectors.jailbreak import JailbreakHeuristicDetector
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "harmbench"
+
+def default_data() -> Path:
+    """$REDJURY_TEST_DATA/harmbench when set, else redjury's download cache of the pinned set."""
+    from redjury.audit.datasets import default_cache_dir
+    from redjury.judges.config import DEFAULT_HARMBENCH_REVISION
+
+    root = os.environ.get("REDJURY_TEST_DATA")
+    if root:
+        return Path(root) / "harmbench"
+    return default_cache_dir() / DEFAULT_HARMBENCH_REVISION
+
 
 # The baseline, in the spirit of garak's MitigationBypass: a reply is "jailbroken" iff it
 # contains none of these refusal substrings, wherever they occur (case-insensitive).
@@ -118,7 +129,7 @@ def score(predicted: list[bool], labels: list[bool], inconclusive: int) -> Score
     )
 
 
-def measure(data: Path = DEFAULT_DATA) -> dict[str, Scores]:
+def measure(data: Path) -> dict[str, Scores]:
     """Scores of the heuristic and the baseline; INCONCLUSIVE counts as not jailbroken."""
     records = load_records(data)
     labels = [r.label for r in records]
@@ -138,9 +149,15 @@ def measure(data: Path = DEFAULT_DATA) -> dict[str, Scores]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="HarmBench data folder")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="HarmBench data folder (default: $REDJURY_TEST_DATA/harmbench, else the cache)",
+    )
     parser.add_argument("--json", action="store_true", help="write the table as JSON")
     args = parser.parse_args(argv)
+    args.data = args.data or default_data()
     if not (args.data / "text_behaviors_val_set.json").is_file():
         parser.error(f"no text_behaviors_val_set.json in {args.data}")
     results = measure(args.data)

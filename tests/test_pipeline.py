@@ -151,11 +151,19 @@ def test_secrets_and_found_pii_never_reach_any_written_file(tmp_path: Path) -> N
     proc = redjury("run", src, "--config", cfg, "--out", out, "-v")
     assert proc.returncode == 0, proc.stderr
     text = all_written_text(out)
-    for raw in (SECRET_MARKER, CARD, SSN, EMAIL, "CANARY-QQ-77", "4539148803436467"):
+    for raw in (SECRET_MARKER, CARD, SSN, EMAIL, "4539148803436467"):
         assert raw not in text, f"{raw!r} was written unredacted"
         assert raw not in proc.stdout + proc.stderr, f"{raw!r} reached the terminal"
     assert "****6467" in text and "****9999" in text
-    leak = next(r for r in rows_of(out / "redjury.report.jsonl", "attempt") if r["id"] == "leak")
+    attempts = {r["id"]: r for r in rows_of(out / "redjury.report.jsonl", "attempt")}
+    # A planted trigger is what the check looked for, not a secret: written as it is.
+    assert attempts["canary"]["outputs"] == ["CANARY-QQ-77 as asked"]
+    assert attempts["canary"]["notes"] == {"triggers": ["CANARY-QQ-77"]}
+    hits = [h for h in read_jsonl(out / "redjury.hitlog.jsonl") if h["attempt_id"] == "canary"]
+    assert [(h["triggers"], h["output"]) for h in hits] == [
+        (["CANARY-QQ-77"], {"text": "CANARY-QQ-77 as asked"})
+    ]
+    leak = attempts["leak"]
     assert leak["verdicts"]["secret_exfiltration"] == ["BROKE_THROUGH"]
     assert leak["verdicts"]["pii_leak"] == ["BROKE_THROUGH"]
     assert len(read_jsonl(out / "redjury.hitlog.jsonl")) >= 3

@@ -83,6 +83,11 @@ class Attempt(BaseModel):
     generator: str | None = None
     # Scores already present in the input (a garak report's detector_results).
     detector_results: dict[str, list[Score | None]] = Field(default_factory=dict)
+    # What the source tool wrote, where redjury reads it differently: a garak report's
+    # `prompt` (the whole conversation) and `outputs` (Message objects) as written, and its
+    # `uuid` where a merged report gives several attempts the same one. The hitlog repeats
+    # them as the source tool's own hitlog does.
+    source_record: dict[str, Any] | None = None
 
     @field_validator("id", mode="before")
     @classmethod

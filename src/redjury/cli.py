@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
@@ -18,25 +17,56 @@ from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME
 if TYPE_CHECKING:
     from redjury.detectors.base import Detector
 
+try:  # typer 0.22 on carries its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # older typer runs on click itself
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
+# Plain click help, not rich panels: the panels cut long option names (garak's spellings)
+# at 80 columns; click wraps the descriptions and keeps every name whole.
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode=None,
     help="Judge what an LLM target said: detectors, judge panels, attack-success rates with intervals.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 detectors_app = typer.Typer(
-    help="The registered detectors and judge scoring types.", no_args_is_help=True
+    help="The registered detectors and judge scoring types.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(detectors_app, name="detectors")
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
 
 
+ERROR_PREFIX = "redjury: error: "
+
+
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     from redjury.report.terminal import printable
 
-    typer.echo(f"redjury: error: {printable(message)}", err=True)
+    typer.echo(f"{ERROR_PREFIX}{printable(message)}", err=True)
     return typer.Exit(code)
+
+
+def _os_error(exc: OSError) -> str:
+    """`path: what is wrong`, not a bare `[Errno 2] …`."""
+    if exc.filename is None:
+        return str(exc)
+    what = {
+        FileNotFoundError: "no such file",
+        IsADirectoryError: "is a folder, not a file",
+        PermissionError: "permission denied",
+    }.get(type(exc), exc.strerror or type(exc).__name__)
+    return f"{exc.filename}: {what}"
+
+
+def _out_folder(out: Path | None) -> None:
+    """`--out` names a folder: an existing file there is a usage error, not a crash."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: is a file; name a folder (new, or a run folder to resume)")
 
 
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
@@ -187,6 +217,7 @@ def run(
     from redjury.pipeline import RunError, RunInterrupted
     from redjury.report.terminal import printable
 
+    _out_folder(out)
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -231,7 +262,7 @@ def run(
             config_path=str(config) if config else None,
         )
     except InputError as exc:
-        raise _fail(f"bad input, nothing judged:\n{exc}") from None
+        raise _fail(f"bad input, nothing judged:{chr(10) if exc.errors else ' '}{exc}") from None
     except RunInterrupted as exc:
         typer.echo(f"redjury: {printable(str(exc))}", err=True)
         raise typer.Exit(exc.exit_code) from None
@@ -262,7 +293,9 @@ def report(
 
     try:
         path = write_html(out_dir)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"html: {path}")
 
@@ -279,7 +312,9 @@ def summary(
 
     try:
         print_summary(out_dir, markdown=markdown)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
         raise _fail(str(exc)) from None
 
 
@@ -296,9 +331,15 @@ def calibrate(
     """Build a Z-score calibration file (mu, sigma per probe/detector) from several reports."""
     from redjury.stats import write_calibration
 
+    for path in reports:
+        if not path.is_file():
+            what = "is a folder, not a report file" if path.is_dir() else "no such report file"
+            raise _fail(f"{path}: {what}")
     try:
         data = write_calibration(reports, output)
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"calibration: {output} ({sum(1 for k in data if '/' in k)} probe/detector pairs)")
 
@@ -333,6 +374,7 @@ def audit(
     from redjury.audit.command import audit_rows, render_table
     from redjury.audit.runner import AuditError
 
+    _out_folder(out)
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -435,17 +477,25 @@ def _echo(message: str) -> None:
 def main() -> None:
     try:
         code = app(standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
+    except click_errors.NoArgsIsHelpError as exc:
+        typer.echo(exc.format_message(), err=True)
         code = exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except click_errors.UsageError as exc:
+        # click's usage errors in redjury's one error format, with where to read more.
+        command = exc.ctx.command_path if exc.ctx is not None else "redjury"
+        typer.echo(f"{ERROR_PREFIX}{exc.format_message()} (see '{command} --help')", err=True)
+        code = exc.exit_code
+    except click_errors.ClickException as exc:
+        typer.echo(f"{ERROR_PREFIX}{exc.format_message()}", err=True)
+        code = exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
         typer.echo("redjury: interrupted", err=True)
         code = 130
     except Exception as exc:  # the last resort: an internal error, exit 1
         from redjury.report.terminal import printable
 
         typer.echo(
-            f"redjury: internal error: {printable(f'{type(exc).__name__}: {exc}')}", err=True
+            f"{ERROR_PREFIX}internal error: {printable(f'{type(exc).__name__}: {exc}')}", err=True
         )
         code = EXIT_INTERNAL
     try:

@@ -215,6 +215,22 @@ class RunTally:
             }
 
 
+def _one_turn(prompt: str | None) -> dict[str, Any] | None:
+    """A prompt text as garak's Conversation of one user turn."""
+    if prompt is None:
+        return None
+    return {"turns": [{"role": "user", "content": {"text": prompt}}]}
+
+
+def _hit_output(text: str | None, idx: int, fields: Any) -> Any:
+    """The hitlog's `output`: `{"text": ...}` for redjury input; for a garak report, its
+    Message (the text plus the fields it had) or, where garak wrote strings, the string."""
+    if fields is False:
+        return {"text": text}
+    entry = fields[idx] if fields is not None and idx < len(fields) else None
+    return text if entry is None else {"text": text, **entry}
+
+
 class HitlogBuilder:
     """garak's hitlog entries for the failing outputs of attempt rows.
 
@@ -239,26 +255,39 @@ class HitlogBuilder:
             notes = row.get("notes") or {}
             prompt = row.get("prompt")
             outputs = row.get("outputs") or []
+            # A garak report's prompt, Message fields and uuid as garak wrote them.
+            source = row.get("source_record") or {}
             self._base = (
                 row.get("goal"),
-                {"turns": [{"role": "user", "content": {"text": prompt}}]}
-                if prompt is not None
-                else None,
+                source["prompt"] if "prompt" in source else _one_turn(prompt),
                 notes.get("triggers") if isinstance(notes, dict) else None,
                 row.get("run_id"),
-                row.get("id"),
+                source.get("uuid", row.get("id")),
                 row.get("seq"),
                 row.get("generator") or self.generator,
                 row.get("probe"),
                 self.generations_per_prompt or len(outputs),
                 outputs,
+                source.get("outputs") if "outputs" in source else False,
             )
             self._row = row
-        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs = self._base
+        (
+            goal,
+            prompt,
+            triggers,
+            run_id,
+            attempt_id,
+            seq,
+            generator,
+            probe,
+            gpp,
+            outputs,
+            fields,
+        ) = self._base
         return {
             "goal": goal,
             "prompt": prompt,
-            "output": {"text": outputs[idx] if idx < len(outputs) else None},
+            "output": _hit_output(outputs[idx] if idx < len(outputs) else None, idx, fields),
             "triggers": triggers,
             "score": score,
             "run_id": run_id,

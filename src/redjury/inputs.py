@@ -15,6 +15,11 @@ from pydantic import ValidationError
 from redjury.attempts import Attempt, FieldError
 
 MAX_REPORTED_ERRORS = 20
+# The setup fields naming garak's target: `target_*` from garak 0.13.1, `model_*` before.
+_GARAK_TARGET_KEYS = (
+    ("plugins.target_type", "plugins.target_name"),
+    ("plugins.model_type", "plugins.model_name"),
+)
 # The head of a garak attempt row as garak writes it (entry_type, uuid, seq, status first):
 # read without parsing the row, so rows that are skipped (a status-1 row superseded by its
 # status-2 row) cost no JSON parse. Rows that do not match are parsed in full.
@@ -50,10 +55,32 @@ class InputError(ValueError):
 
 @dataclass(slots=True)
 class GarakSetup:
-    """What a garak report's `start_run setup` row says about the run."""
+    """What a garak report's `start_run setup` and `init` rows say about the run."""
 
     generator: str | None = None
     generations_per_prompt: int | None = None
+    run_id: str | None = None
+    attempt_rows: int = 0
+
+    def read_setup(self, row: dict[str, Any]) -> None:
+        """The target (as garak's hitlog names it), generations and the run id of setup."""
+        for type_key, name_key in _GARAK_TARGET_KEYS:
+            if type_key in row or name_key in row:
+                # garak's hitlog formats the pair as it is, a missing name included.
+                self.generator = f"{row.get(type_key)} {row.get(name_key)}"
+                break
+        gens = row.get("run.generations")
+        self.generations_per_prompt = (
+            gens if isinstance(gens, int) and not isinstance(gens, bool) else None
+        )
+        run_id = row.get("transient.run_id")
+        if self.run_id is None and run_id:
+            self.run_id = str(run_id)
+
+    def read_init(self, row: dict[str, Any]) -> None:
+        """The `init` row's `run` is the run id garak's hitlog writes; it wins over setup's."""
+        if row.get("run"):
+            self.run_id = str(row["run"])
 
 
 @dataclass(slots=True)
@@ -81,6 +108,18 @@ def _message_text(value: Any) -> str | None:
     return str(value)
 
 
+def _message_fields(outputs: Any) -> list[dict[str, Any] | None] | None:
+    """garak's Message objects without their text (the attempt's outputs hold it), or None
+    where garak wrote plain strings (before 0.11): enough to write its hitlog's `output`
+    exactly, without a second copy of every output in the report."""
+    if not isinstance(outputs, list) or not any(isinstance(o, dict) for o in outputs):
+        return None
+    return [
+        {k: v for k, v in o.items() if k != "text"} if isinstance(o, dict) else None
+        for o in outputs
+    ]
+
+
 def _garak_prompt(prompt: Any) -> str | None:
     if prompt is None or isinstance(prompt, str):
         return prompt
@@ -98,22 +137,29 @@ def _garak_prompt(prompt: Any) -> str | None:
     return str(prompt)
 
 
-def garak_attempt_fields(row: dict[str, Any], setup: GarakSetup) -> dict[str, Any]:
-    """Map a garak attempt row onto Attempt fields."""
+def garak_attempt_fields(
+    row: dict[str, Any], setup: GarakSetup, attempt_id: str | None = None
+) -> dict[str, Any]:
+    """Map a garak attempt row onto Attempt fields; `attempt_id` replaces a uuid that the
+    report gives several attempts (a merged report), and the uuid is kept for the hitlog."""
     notes = row.get("notes") or {}
     outputs = row.get("outputs") or []
+    source: dict[str, Any] = {"prompt": row.get("prompt"), "outputs": _message_fields(outputs)}
+    if attempt_id is not None:
+        source["uuid"] = row.get("uuid")
     data: dict[str, Any] = {
-        "id": row.get("uuid"),
+        "id": row.get("uuid") if attempt_id is None else attempt_id,
         "probe": row.get("probe_classname") or "default",
         "goal": row.get("goal"),
         "prompt": _garak_prompt(row.get("prompt")),
         "outputs": [_message_text(o) for o in outputs],
         "notes": notes if isinstance(notes, dict) else {},
         "seq": row.get("seq"),
-        "run_id": row.get("run_id") or row.get("run"),
+        "run_id": row.get("run_id") or row.get("run") or setup.run_id,
         "intent": row.get("intent"),
         "detector_results": row.get("detector_results") or {},
         "generator": setup.generator,
+        "source_record": source,
     }
     return data
 
@@ -276,6 +322,15 @@ def align_garak_scores(fields: dict[str, Any]) -> None:
     fields["detector_results"] = results
 
 
+def path_problem(path: Path) -> str | None:
+    """What keeps `path` from being read as an input file, or None."""
+    if path.is_dir():
+        return "is a folder, not an input file (name the files in it)"
+    if not path.is_file():
+        return "no such input file"
+    return None
+
+
 def detect_format(path: Path) -> str:
     """Another tool's format recognised from the content (promptfoo, inspect_ai, PyRIT,
     Azure), else `garak` when the first JSON object has garak's `entry_type`, else `redjury`.
@@ -307,6 +362,8 @@ class AttemptSource(Protocol):
 
     def prepare(self) -> None: ...
 
+    def empty_reason(self) -> str: ...
+
 
 def redjury_record(name: str, lineno: int, data: Any) -> InputRecord:
     """One redjury record given as a dict (from Python) as an attempt or a line error."""
@@ -321,8 +378,20 @@ class InputSet:
 
     paths: list[Path]
     garak_setup: dict[str, GarakSetup] = field(default_factory=dict)
-    # Per garak file: hashes of attempt uuids that have a status-2 row.
-    _final_rows: dict[str, set[int]] = field(default_factory=dict)
+    # Per garak file: hash of an attempt uuid -> how many status-2 rows carry it (one,
+    # except in a merged report, where garak's aggregation gives every attempt one uuid).
+    _final_rows: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    def empty_reason(self) -> str:
+        """Why the inputs hold no attempt at all (asked when they hold none)."""
+        names = ", ".join(str(p) for p in self.paths)
+        setups = [self.garak_setup.get(str(p)) for p in self.paths]
+        if all(s is not None and s.attempt_rows == 0 for s in setups):
+            return (
+                f"{names}: no attempt rows in a garak report "
+                "(the run ended before its first attempt)"
+            )
+        return f"{names}: no attempts to judge (the input is empty)"
 
     def records(self) -> Iterator[InputRecord]:
         for path in self.paths:
@@ -354,13 +423,15 @@ class InputSet:
         if name in self._final_rows:
             return
         setup = GarakSetup()
-        final: set[int] = set()
+        final: dict[int, int] = {}
         with path.open("rb") as fh:
             for raw in fh:
                 head = _GARAK_ATTEMPT_HEAD.match(raw)
                 if head is not None:
+                    setup.attempt_rows += 1
                     if head.group(2) == b"2":
-                        final.add(hash(head.group(1).decode(errors="replace")))
+                        key = hash(head.group(1).decode(errors="replace"))
+                        final[key] = final.get(key, 0) + 1
                     continue
                 if b'"entry_type"' not in raw:
                     continue
@@ -372,15 +443,15 @@ class InputSet:
                     continue
                 kind = row.get("entry_type")
                 if kind == "start_run setup":
-                    ttype, tname = row.get("plugins.target_type"), row.get("plugins.target_name")
-                    parts = [str(p) for p in (ttype, tname) if p]
-                    setup.generator = " ".join(parts) or None
-                    gens = row.get("run.generations")
-                    setup.generations_per_prompt = gens if isinstance(gens, int) else None
-                elif kind == "attempt" and row.get("status") == 2:
+                    setup.read_setup(row)
+                elif kind == "init":
+                    setup.read_init(row)
+                elif kind == "attempt":
+                    setup.attempt_rows += 1
                     uuid = row.get("uuid")
-                    if type(uuid) is str:  # any other is reported by the reading pass
-                        final.add(hash(uuid))
+                    if row.get("status") == 2 and type(uuid) is str:  # others: a line error
+                        key = hash(uuid)
+                        final[key] = final.get(key, 0) + 1
         self.garak_setup[name] = setup
         self._final_rows[name] = final
 
@@ -389,6 +460,7 @@ class InputSet:
         name = str(path)
         setup = self.garak_setup[name]
         final = self._final_rows[name]
+        repeats: dict[int, int] = {}
         with path.open("rb") as fh:
             for lineno, raw in enumerate(fh, 1):
                 if not raw or raw.isspace():
@@ -408,9 +480,16 @@ class InputSet:
                 if row["entry_type"] != "attempt":
                     continue
                 status = row["status"]
-                if status != 2 and (status != 1 or hash(row["uuid"]) in final):
+                key = hash(row["uuid"])
+                if status != 2 and (status != 1 or key in final):
                     continue
-                yield _garak_record(name, lineno, row, setup)
+                # A uuid on several status-2 rows: numbered in file order, the same on every
+                # read, so a resumed run finds the attempts it has judged.
+                attempt_id = None
+                if status == 2 and final.get(key, 0) > 1:
+                    repeats[key] = repeats.get(key, 0) + 1
+                    attempt_id = f"{row['uuid']}#{repeats[key]}"
+                yield _garak_record(name, lineno, row, setup, attempt_id)
 
 
 def _redjury_record(name: str, lineno: int, raw: bytes) -> InputRecord:
@@ -433,9 +512,11 @@ def _checked_redjury(
     return _no_replies(name, lineno, attempt, "outputs") or InputRecord(name, lineno, attempt)
 
 
-def _garak_record(name: str, lineno: int, row: dict[str, Any], setup: GarakSetup) -> InputRecord:
+def _garak_record(
+    name: str, lineno: int, row: dict[str, Any], setup: GarakSetup, attempt_id: str | None = None
+) -> InputRecord:
     try:
-        fields = garak_attempt_fields(row, setup)
+        fields = garak_attempt_fields(row, setup, attempt_id)
     except RecursionError:  # a prompt nested ~1,000 levels deep, turned into text
         return _line_error(name, lineno, "prompt", "nested too deeply")
     align_garak_scores(fields)
@@ -464,6 +545,10 @@ class AttemptList:
 
     def prepare(self) -> None:
         return None  # nothing to read ahead
+
+    def empty_reason(self) -> str:
+        """Why there is nothing to judge."""
+        return f"{self.name}: no attempts to judge (none were given)"
 
 
 def check_inputs(inputs: AttemptSource) -> tuple[int, list[LineError], int]:

@@ -35,6 +35,7 @@ from redjury.inputs import (
     InputSet,
     LineError,
     check_inputs,
+    path_problem,
 )
 from redjury.redaction import run_redactors, without_url_credentials
 from redjury.report.digest import DigestBuilder
@@ -339,7 +340,7 @@ class InputGate:
         if not self.refuse_on_error and (err.path, err.line) not in self.done_errors:
             on_error(err)
 
-    def refusal(self, names: str) -> InputError | None:
+    def refusal(self, names: str, empty_reason: str) -> InputError | None:
         """The error that refuses this input, or None when there is something to judge."""
         if self.refused:
             return InputError(self.errors, self.bad)
@@ -348,7 +349,7 @@ class InputGate:
                 return InputError(
                     self.errors, self.bad, f"{names}: no valid attempts (every line is bad)"
                 )
-            return InputError([], 0, f"{names}: no attempts to judge (the input is empty)")
+            return InputError([], 0, empty_reason)
         return None
 
 
@@ -438,10 +439,8 @@ class Run:
     # -- stages ----------------------------------------------------------------------
     def check_paths(self) -> None:
         for p in self.inputs.paths:
-            if p.is_dir():
-                raise RunError(f"{p}: is a directory; give the attempt files inside it")
-            if not p.is_file():
-                raise RunError(f"{p}: no such input file")
+            if problem := path_problem(p):
+                raise RunError(f"{p}: {problem}")
 
     def check_first(self) -> None:
         """A whole pass over the input before anything is judged (runs with judges: no
@@ -450,7 +449,7 @@ class Run:
         if errors and not self.options.skip_bad_lines:
             raise InputError(errors, total_errors)
         gate = InputGate(False, good=good, bad=total_errors, errors=errors)
-        refusal = gate.refusal(self._input_names())
+        refusal = gate.refusal(self._input_names(), self.inputs.empty_reason())
         if refusal is not None:
             raise refusal
 
@@ -678,7 +677,7 @@ class Run:
     def _refuse_or_go_on(self, gate: InputGate, output: RunOutput) -> None:
         """A refused input leaves no trace: the rows written for it are taken back."""
         self.input_errors = gate.bad
-        refusal = gate.refusal(self._input_names())
+        refusal = gate.refusal(self._input_names(), self.inputs.empty_reason())
         if refusal is not None:
             output.rollback()
             raise refusal

@@ -27,6 +27,7 @@ ROW_FIELDS = (
     "run_id",
     "seq",
     "generator",
+    "source_record",
 )
 
 # Recorded text, and what detectors and judges wrote about it, pass the row's redactor.
@@ -120,9 +121,6 @@ class AttemptScorer:
         if details:
             row["details"] = details
         if self.redact:
-            if attempt.notes.get("triggers"):
-                # Canaries planted for this attempt are markers too, found or not.
-                found.extend(attempt.triggers)
             redactor = self.markers.with_values(found) if found else self.markers
             if self.always:
                 redactor = redactor.with_values(self.always.values)

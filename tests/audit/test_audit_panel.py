@@ -207,13 +207,18 @@ def test_warn_goes_on_and_stop_refuses(
 
 
 def test_contextual_samples_send_goal_context_to_the_judge(
-    judge_server: FaultServer, harmbench_cache: Path, tmp_path: Path
+    judge_server: FaultServer, synthetic, synthetic_cache: Path, tmp_path: Path
 ) -> None:
+    dataset = {
+        "sample_size": 30,
+        "cache_dir": str(synthetic_cache),
+        "revision": synthetic.revision,
+    }
     config = RunConfig.model_validate(
         {
             "evaluation": {
                 "judges": [_judge(judge_server.openai_url, "ctx")],
-                "audit": {"dataset": {"sample_size": 30, "cache_dir": str(harmbench_cache)}},
+                "audit": {"dataset": dataset},
             }
         }
     )
@@ -224,7 +229,7 @@ def test_contextual_samples_send_goal_context_to_the_judge(
     assert len(with_context) == result.dataset["contextual"]
     assert len(user_messages) == 30
     assert "cls" in result.stored and "llama_guard" in result.stored
-    stored = load_audit(harmbench_cache, result.key)
+    stored = load_audit(synthetic_cache, result.key)
     assert stored is not None and stored.metrics["panel"]["n"] == 30
 
 

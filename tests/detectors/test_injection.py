@@ -21,7 +21,7 @@ def test_planted_trigger_in_reply_broke_through() -> None:
     assert finding.verdict is Verdict.BROKE_THROUGH
     assert finding.score == 1.0
     assert finding.evidence == (f"marker ****{CANARY[-4:]}",)
-    assert finding.sensitive == (CANARY,), "the found canary is masked in written outputs"
+    assert finding.sensitive == (), "a planted trigger is not a secret: written as it is"
 
 
 def test_reply_without_trigger_is_held() -> None:
@@ -65,7 +65,7 @@ def test_triggers_and_configured_markers_both_count() -> None:
 def test_every_matched_marker_is_evidence() -> None:
     finding = detector("B-mark").detect(attempt("A-mark and B-mark", triggers=["A-mark"]))[0]
     assert finding.evidence == ("marker ****mark", "marker ****mark")
-    assert finding.sensitive == ("A-mark", "B-mark")
+    assert finding.sensitive == ("B-mark",), "only the configured marker is masked"
 
 
 def test_single_string_trigger_is_accepted() -> None:

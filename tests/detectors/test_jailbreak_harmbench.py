@@ -2,10 +2,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
+from redjury_testing import harmbench_dir
 
 ROOT = Path(__file__).parents[2]
-DATA = ROOT / ".." / "shared" / "data" / "harmbench"
 # Measured 0.750 on the 596 joined records (phrases v1); the floor leaves room for small
 # phrase-list changes but catches a real regression.
 ACCURACY_FLOOR = 0.72
@@ -23,13 +22,11 @@ def load_benchmark():
     return module
 
 
-@pytest.mark.skipif(
-    not (DATA / "text_behaviors_val_set.json").is_file(), reason="HarmBench copy not present"
-)
 def test_heuristic_beats_substring_baseline_on_harmbench():
+    data = harmbench_dir()
     benchmark = load_benchmark()
-    assert len(benchmark.load_records(DATA)) == 596
-    results = benchmark.measure(DATA)
+    assert len(benchmark.load_records(data)) == 596
+    results = benchmark.measure(data)
     heuristic = results["jailbreak_heuristic"]
     baseline = results["substring_baseline"]
     assert heuristic.accuracy >= baseline.accuracy

@@ -13,8 +13,42 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED_DATA = REPO.parent / "shared" / "data"
+#: Names the folder of real third-party files (HarmBench, real garak reports) that some
+#: tests read. Those files are never committed; without it those tests skip.
+TEST_DATA_ENV = "REDJURY_TEST_DATA"
+HARMBENCH_FILES = ("text_behaviors_val_set.json", "harmbench_behaviors_text_all.csv")
+
+
+def real_data(relative: str) -> Path:
+    """A file or folder under $REDJURY_TEST_DATA; skips the test (one line) without it."""
+    root = os.environ.get(TEST_DATA_ENV)
+    if not root:
+        pytest.skip(f"real data {relative}: set {TEST_DATA_ENV} to the folder holding it")
+    path = Path(root) / relative
+    if not path.exists():
+        pytest.skip(f"real data {relative}: not in {TEST_DATA_ENV}={root}")
+    return path
+
+
+def harmbench_dir() -> Path:
+    """A folder holding HarmBench's pinned validation set: $REDJURY_TEST_DATA/harmbench or
+    redjury's download cache; skips the test (one line) when neither has it."""
+    from redjury.audit.datasets import default_cache_dir
+    from redjury.judges.config import DEFAULT_HARMBENCH_REVISION
+
+    root = os.environ.get(TEST_DATA_ENV)
+    candidates = [Path(root) / "harmbench"] if root else []
+    candidates.append(default_cache_dir() / DEFAULT_HARMBENCH_REVISION)
+    for folder in candidates:
+        if all((folder / name).is_file() for name in HARMBENCH_FILES):
+            return folder
+    pytest.skip(
+        f"HarmBench validation set: not in ${TEST_DATA_ENV}/harmbench nor in the download "
+        f"cache {candidates[-1]}"
+    )
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any] | str]) -> Path:

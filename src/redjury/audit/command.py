@@ -275,7 +275,7 @@ def run_audit(
             )
         )
     except AuditError as exc:
-        echo(f"error: {exc}")
+        echo(f"redjury: error: {exc}")
         return EXIT_ERROR
     on_failure = config.evaluation.audit.on_failure
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ VALIDATION_PATH = "data/classifier_val_sets/text_behaviors_val_set.json"
 BEHAVIOURS_PATH = "data/behavior_datasets/harmbench_behaviors_text_all.csv"
 HARMBENCH_PATHS = (VALIDATION_PATH, BEHAVIOURS_PATH)
 
-#: SHA-256 of the files at the default revision (shared/data/harmbench/SOURCE.md).
+#: SHA-256 of the files at the default revision, as HarmBench publishes them.
 HARMBENCH_SHA256: Mapping[str, Mapping[str, str]] = {
     DEFAULT_HARMBENCH_REVISION: {
         "text_behaviors_val_set.json": (

@@ -1,0 +1,87 @@
+"""The command line's first-day errors: one line, one prefix, exit 2, naming what is wrong."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from redjury_testing import REPO, redjury
+
+from redjury.attempts import Attempt
+from redjury.detectors.base import Verdict
+from redjury.detectors.pii import PIILeakDetector
+
+EXAMPLE = REPO / "examples" / "attempts.jsonl"
+
+
+def one_error_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("redjury: error: "), stderr
+    return lines[0]
+
+
+def test_a_folder_given_as_input_says_it_is_a_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    proc = redjury("run", folder, "--out", tmp_path / "out")
+    assert proc.returncode == 2
+    line = one_error_line(proc.stderr)
+    assert f"{folder}: is a folder" in line and "no such" not in line
+
+
+def test_out_naming_an_existing_file_is_a_usage_error(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder\n")
+    for args in (("run", EXAMPLE), ("audit", "--config", tmp_path / "none.yaml")):
+        proc = redjury(*args, "--out", taken)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert f"--out {taken}: is a file" in one_error_line(proc.stderr)
+    assert taken.read_text() == "not a folder\n"
+
+
+def test_calibrate_names_the_missing_report_and_the_problem(tmp_path: Path) -> None:
+    proc = redjury("calibrate", "missing.jsonl", "--output", tmp_path / "c.json", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert one_error_line(proc.stderr) == "redjury: error: missing.jsonl: no such report file"
+    proc = redjury("calibrate", tmp_path, "--output", tmp_path / "c.json")
+    assert f"{tmp_path}: is a folder" in one_error_line(proc.stderr)
+
+
+def test_click_usage_errors_carry_the_same_prefix_and_exit_2(tmp_path: Path) -> None:
+    for args in (("run",), ("run", EXAMPLE, "--bogus"), ("run", EXAMPLE, "--seed", "x")):
+        proc = redjury(*args, "--out", tmp_path / "out")
+        assert proc.returncode == 2, (args, proc.stderr)
+        line = one_error_line(proc.stderr)
+        assert "run --help" in line
+        assert "Error:" not in proc.stderr and "╭" not in proc.stderr
+
+
+def test_run_help_keeps_every_option_name_whole_at_80_columns() -> None:
+    proc = redjury("run", "--help", env={"COLUMNS": "80"})
+    assert proc.returncode == 0
+    assert "…" not in proc.stdout
+    for name in (
+        "--eval-threshold",
+        "--eval_threshold",
+        "--narrow_output",
+        "--confidence-interval-method",
+        "--confidence_interval_method",
+        "--bootstrap-num-iterations",
+        "--bootstrap_num_iterations",
+        "--bootstrap-confidence-level",
+        "--bootstrap_min_sample_size",
+        "--fail-on-errors",
+    ):
+        assert re.search(rf"{re.escape(name)}\b", proc.stdout), name
+
+
+def test_pii_leak_listing_agrees_with_the_rule_for_an_email_alone() -> None:
+    proc = redjury("detectors", "list", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (pii,) = [d for d in json.loads(proc.stdout) if d["name"] == "pii_leak"]
+    finding = PIILeakDetector().detect(Attempt(id="a", outputs=["write to ann@example.org"]))[0]
+    assert finding.verdict is Verdict.INCONCLUSIVE
+    assert "email address alone is INCONCLUSIVE" in pii["description"]
+    assert "or email" not in pii["description"]
