@@ -73,6 +73,11 @@ class Detector:
     def __init__(self, params: DetectorParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
 
+    @classmethod
+    def preflight(cls, params: DetectorParams) -> None:
+        """Check what the settings name (files, imports) when the config loads, before
+        anything is judged; raise ValueError naming the problem. Default: nothing to check."""
+
     # -- verdict helpers: score and label always agree ------------------------------
     def bad(self, *evidence: str, sensitive: Iterable[str] = (), **details: Any) -> Finding:
         return Finding(

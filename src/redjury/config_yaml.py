@@ -1,0 +1,162 @@
+"""Reading a config file's YAML in bounded time: UTF-8 only, aliases may not expand past
+a fixed size or nest past a fixed depth, and errors give a position (file:line:column),
+never a snippet of the text (it may hold a secret)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+#: Most values (scalars and collections, counted after alias expansion) a config may hold.
+MAX_VALUES = 100_000
+#: Deepest nesting of mappings and lists a config may have.
+MAX_DEPTH = 100
+
+Locate = Callable[[tuple[int | str, ...]], str]
+
+
+class YamlConfigError(ValueError):
+    """The file is not a readable, bounded YAML document; the message starts with its
+    position."""
+
+
+def _where(path: Path, line: int, column: int) -> str:
+    return f"{path}:{line + 1}:{column + 1}"
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start)
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1)
+        raise YamlConfigError(
+            f"{_where(path, line, column)}: not UTF-8 text; save the file as UTF-8"
+        ) from None
+
+
+def _yaml_message(path: Path, exc: yaml.YAMLError) -> str:
+    # str(exc) would quote the offending lines; only the position and the problem are kept.
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = _where(path, mark.line, mark.column) if mark else str(path)
+        context = exc.context
+        if context and exc.context_mark and exc.problem_mark:
+            start = exc.context_mark
+            context += f" (from line {start.line + 1} column {start.column + 1})"
+        about = "; ".join(part for part in (context, exc.problem) if part)
+        return f"{where}: not valid YAML: {about or 'syntax error'}"
+    if isinstance(exc, yaml.reader.ReaderError):
+        return f"{path}: not valid YAML: character #x{exc.character:04x} at offset {exc.position} is not allowed"
+    return f"{path}: not valid YAML"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose unreadable values (a 5,000-digit integer, the 13th month) are YAML
+    errors at their position rather than bare ValueErrors."""
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a value that cannot be read ({type(exc).__name__})", node.start_mark
+            ) from None
+
+
+class _Measure:
+    """The expanded size and depth of a node graph, each node measured once, so a
+    billion-laughs document costs the size of its text, not of its expansion."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sizes: dict[int, tuple[int, int]] = {}
+        self.open: set[int] = set()
+
+    def __call__(self, node: Node) -> tuple[int, int]:
+        key = id(node)
+        if key in self.sizes:
+            return self.sizes[key]
+        if key in self.open:
+            raise self.error(node, "an alias refers to the mapping or list that holds it")
+        if isinstance(node, ScalarNode):
+            return 1, 0
+        self.open.add(key)
+        children: list[Node] = []
+        if isinstance(node, MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, SequenceNode):
+            children = list(node.value)
+        size, depth = 1, 0
+        for child in children:
+            child_size, child_depth = self(child)
+            size, depth = size + child_size, max(depth, child_depth + 1)
+            if size > MAX_VALUES:
+                raise self.error(node, f"aliases expand to more than {MAX_VALUES} values")
+            if depth > MAX_DEPTH:
+                raise self.error(node, f"nested deeper than {MAX_DEPTH} levels")
+        self.open.discard(key)
+        self.sizes[key] = size, depth
+        return size, depth
+
+    def error(self, node: Node, problem: str) -> YamlConfigError:
+        mark = node.start_mark
+        return YamlConfigError(f"{_where(self.path, mark.line, mark.column)}: {problem}")
+
+
+def _child(node: Node, part: int | str) -> tuple[Node, Node] | None:
+    """(the node to point at, the node to descend into) for one key-path step."""
+    if isinstance(node, MappingNode):
+        for key, value in node.value:
+            if isinstance(key, ScalarNode) and key.value == str(part):
+                return key, value
+    if isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+        item = node.value[part]
+        return item, item
+    return None
+
+
+def locator(path: Path, root: Node | None) -> Locate:
+    """A function giving `file:line:column` of the deepest node a key path reaches."""
+
+    def locate(loc: tuple[int | str, ...]) -> str:
+        if root is None:
+            return str(path)
+        point, node = root, root
+        for part in loc:
+            step = _child(node, part)
+            if step is None:
+                break
+            point, node = step
+        return _where(path, point.start_mark.line, point.start_mark.column)
+
+    return locate
+
+
+def read_yaml_config(path: Path) -> tuple[Any, Locate]:
+    """The file's data and a locator for its key paths; YamlConfigError (a position and a
+    problem) for a file that is unreadable, not UTF-8, not YAML, or expands past the bounds."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise YamlConfigError(
+            f"{path}: cannot read: {exc.strerror or type(exc).__name__}"
+        ) from None
+    text = _decode(path, raw)
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, locator(path, None)
+        _Measure(path)(root)
+        return loader.construct_document(root), locator(path, root)
+    except yaml.YAMLError as exc:
+        raise YamlConfigError(_yaml_message(path, exc)) from None
+    except RecursionError:
+        raise YamlConfigError(f"{path}: not valid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
