@@ -26,8 +26,27 @@ def _json_problem(path: str, exc: Exception) -> str:
     return f"{path!r}: {exc}"
 
 
+#: Larger named files are refused: they are small JSON or CSV, never gigabytes.
+MAX_FILE_BYTES = 256 * 2**20
+
+
+def _regular_file_problem(path: str) -> str | None:
+    # A FIFO or a device (/dev/zero, /dev/stdin) would block or never end.
+    target = Path(path).expanduser()
+    if not target.exists():
+        return f"cannot read {path!r}: No such file or directory"
+    if not target.is_file():
+        return f"{path!r} is not a regular file"
+    if target.stat().st_size > MAX_FILE_BYTES:
+        return f"{path!r} is larger than {MAX_FILE_BYTES // 2**20} MiB"
+    return None
+
+
 def _readable(path: str, load: Callable[[str], Any]) -> str | None:
     try:
+        problem = _regular_file_problem(path)
+        if problem:
+            return problem
         load(path)
     except (OSError, ValueError, RecursionError) as exc:
         return _json_problem(path, exc)
@@ -47,8 +66,6 @@ def _load_detector_metrics(path: str) -> Any:
 
 
 def _read_file(path: str) -> Any:
-    if Path(path).is_dir():
-        raise IsADirectoryError(21, "Is a directory")
     with open(path, "rb") as handle:
         return handle.read(1)
 

@@ -13,6 +13,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 #: Most values (scalars and collections, counted after alias expansion) a config may hold.
 MAX_VALUES = 100_000
+#: Largest config file read.
+MAX_BYTES = 16 * 2**20
 #: Deepest nesting of mappings and lists a config may have.
 MAX_DEPTH = 100
 
@@ -39,7 +41,7 @@ def _decode(path: Path, raw: bytes) -> str:
         ) from None
 
 
-def _yaml_message(path: Path, exc: yaml.YAMLError) -> str:
+def _yaml_message(path: Path, exc: yaml.YAMLError, text: str) -> str:
     # str(exc) would quote the offending lines; only the position and the problem are kept.
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
@@ -51,7 +53,12 @@ def _yaml_message(path: Path, exc: yaml.YAMLError) -> str:
         about = "; ".join(part for part in (context, exc.problem) if part)
         return f"{where}: not valid YAML: {about or 'syntax error'}"
     if isinstance(exc, yaml.reader.ReaderError):
-        return f"{path}: not valid YAML: character #x{exc.character:04x} at offset {exc.position} is not allowed"
+        line = text.count("\n", 0, exc.position)
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1)
+        return (
+            f"{_where(path, line, column)}: not valid YAML: "
+            f"control character #x{exc.character:02x} is not allowed"
+        )
     return f"{path}: not valid YAML"
 
 
@@ -141,13 +148,20 @@ def read_yaml_config(path: Path) -> tuple[Any, Locate]:
     """The file's data and a locator for its key paths; YamlConfigError (a position and a
     problem) for a file that is unreadable, not UTF-8, not YAML, or expands past the bounds."""
     try:
-        raw = path.read_bytes()
+        # Bounded: a pipe (`--config <(…)`) is fine, /dev/zero must not run forever.
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
     except OSError as exc:
         raise YamlConfigError(
             f"{path}: cannot read: {exc.strerror or type(exc).__name__}"
         ) from None
+    if len(raw) > MAX_BYTES:
+        raise YamlConfigError(f"{path}: larger than {MAX_BYTES // 2**20} MiB; not a config file")
     text = _decode(path, raw)
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader checks every character here
+    except yaml.YAMLError as exc:
+        raise YamlConfigError(_yaml_message(path, exc, text)) from None
     try:
         root = loader.get_single_node()
         if root is None:
@@ -155,7 +169,7 @@ def read_yaml_config(path: Path) -> tuple[Any, Locate]:
         _Measure(path)(root)
         return loader.construct_document(root), locator(path, root)
     except yaml.YAMLError as exc:
-        raise YamlConfigError(_yaml_message(path, exc)) from None
+        raise YamlConfigError(_yaml_message(path, exc, text)) from None
     except RecursionError:
         raise YamlConfigError(f"{path}: not valid YAML: nested too deeply") from None
     finally:

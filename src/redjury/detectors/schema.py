@@ -123,6 +123,9 @@ def load_schema(path: Path) -> tuple[Any, type[Validator]]:
 
 
 def _read_schema(path: Path) -> Any:
+    if path.exists() and not path.is_file():
+        # A folder, a FIFO or a device (/dev/zero) would fail late, block or never end.
+        raise ValueError(f"JSON Schema {str(path)!r} is not a regular file")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
