@@ -179,3 +179,17 @@ def test_guardrail_module_that_does_not_exist_fails_preflight() -> None:
     params = GuardrailParams(guardrail="no_such_redjury_module.inner:factory")
     with pytest.raises(ValueError, match="no module 'no_such_redjury_module.inner'"):
         GuardrailDetector.preflight(params)
+
+
+def test_factory_options_error_names_the_path_but_not_the_value() -> None:
+    from redjury.detectors.guardrail import load_guardrail
+
+    secret = "S3cr3tV4lue"
+    with pytest.raises(ValueError) as info:
+        load_guardrail(
+            "redjury.judges.llamaguard:guardrail",
+            {"name": "m", "connection": {"headers": {"X-Key": f"{secret}\r\nX-Evil: 1"}}},
+        )
+    message = str(info.value)
+    assert "connection.headers" in message and "CR or LF" in message
+    assert secret not in message and "input_value" not in message

@@ -9,7 +9,7 @@ from importlib import import_module
 from importlib.util import find_spec
 from typing import Any, Protocol
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding
@@ -77,6 +77,12 @@ def load_guardrail(path: str, options: dict[str, Any]) -> TextGuardrail:
     elif callable(target):
         try:
             guardrail = target(**options)
+        except ValidationError as exc:
+            # str(exc) would quote the input (a header value, a key): name paths only.
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"guardrail factory {path!r} options: {problems}") from None
         except Exception as exc:
             raise ValueError(
                 f"guardrail factory {path!r} failed: {type(exc).__name__}: {exc}"
