@@ -185,3 +185,29 @@ def test_control_character_gives_its_position() -> None:
 def test_endless_config_file_is_refused() -> None:
     with pytest.raises(ConfigError, match="larger than 16 MiB"):
         load_config("/dev/zero")
+
+
+def test_syntax_error_names_the_key_path_it_is_under() -> None:
+    text = f'evaluation:\n  judges:\n  - name: m\n    connection:\n      headers:\n        X-Key: "{SECRET}\n'
+    message = error_of(text)
+    assert message.startswith(":7:1: evaluation.judges[0].connection.headers.X-Key: not valid YAML")
+    assert SECRET not in message
+
+
+def test_syntax_error_in_a_flow_list_names_the_item() -> None:
+    message = error_of("reporting:\n  seed: 1\n  hit_at_k: [1, 2\nx: 1\n")
+    assert message.startswith(":4:2: reporting.hit_at_k[2]: not valid YAML")
+
+
+def test_duplicate_key_is_refused_at_its_second_place() -> None:
+    message = error_of("reporting:\n  seed: 1\n  show_z: true\n  seed: 2\n")
+    assert message == ":4:3: the key 'seed' appears twice in one mapping"
+
+
+def test_merge_keys_still_work() -> None:
+    cfg = load_text(
+        "evaluation:\n  judges:\n"
+        "  - name: a\n    connection: &b {timeout: 5}\n"
+        "  - name: c\n    connection: {<<: *b, base_url: 'http://h/v1'}\n"
+    )
+    assert [j.connection.timeout for j in cfg.evaluation.judges] == [5.0, 5.0]

@@ -41,11 +41,59 @@ def _decode(path: Path, raw: bytes) -> str:
         ) from None
 
 
+class _Frame:
+    def __init__(self, is_mapping: bool) -> None:
+        self.is_mapping = is_mapping
+        self.at_key = True  # a mapping expects a key next
+        self.key = "?"
+        self.index = 0
+
+
+def _syntax_error_path(text: str) -> str:
+    """The key path at which parsing `text` fails: the events up to the error are replayed,
+    keeping a stack of the mappings and lists they are in."""
+    stack: list[_Frame] = []
+
+    def done() -> None:
+        if stack:
+            top = stack[-1]
+            if top.is_mapping:
+                top.at_key = not top.at_key
+            else:
+                top.index += 1
+
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            top = stack[-1] if stack else None
+            if isinstance(event, yaml.NodeEvent) and top and top.is_mapping and top.at_key:
+                top.key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+            if isinstance(event, yaml.CollectionStartEvent):
+                stack.append(_Frame(isinstance(event, yaml.MappingStartEvent)))
+            elif isinstance(event, yaml.CollectionEndEvent):
+                stack.pop()
+                done()
+            elif isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
+                done()
+    except (yaml.YAMLError, RecursionError):
+        pass
+    out = ""
+    for frame in stack:
+        if frame.is_mapping and frame.at_key:
+            break
+        out += (
+            f"[{frame.index}]" if not frame.is_mapping else (f".{frame.key}" if out else frame.key)
+        )
+    return out
+
+
 def _yaml_message(path: Path, exc: yaml.YAMLError, text: str) -> str:
     # str(exc) would quote the offending lines; only the position and the problem are kept.
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         where = _where(path, mark.line, mark.column) if mark else str(path)
+        if not isinstance(exc, yaml.constructor.ConstructorError):
+            key_path = _syntax_error_path(text)
+            where += f": {key_path}" if key_path else ""
         context = exc.context
         if context and exc.context_mark and exc.problem_mark:
             start = exc.context_mark
@@ -95,6 +143,7 @@ class _Measure:
         self.open.add(key)
         children: list[Node] = []
         if isinstance(node, MappingNode):
+            self.unique_keys(node)
             children = [part for pair in node.value for part in pair]
         elif isinstance(node, SequenceNode):
             children = list(node.value)
@@ -109,6 +158,16 @@ class _Measure:
         self.open.discard(key)
         self.sizes[key] = size, depth
         return size, depth
+
+    def unique_keys(self, node: MappingNode) -> None:
+        # PyYAML keeps the last of two equal keys; a config whose second `headers:` silently
+        # replaces the first is a mistake worth a word.
+        seen: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if key.value in seen:
+                    raise self.error(key, f"the key {key.value!r} appears twice in one mapping")
+                seen.add(key.value)
 
     def error(self, node: Node, problem: str) -> YamlConfigError:
         mark = node.start_mark
