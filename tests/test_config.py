@@ -229,3 +229,9 @@ def test_schema_named_in_a_config_file_resolves_next_to_it(tmp_path: Path) -> No
     cfg = tmp_path / "c.yaml"
     cfg.write_text("detectors:\n  - type: schema\n    schema: reply\n")
     assert load_config(cfg).schema_dir == str(tmp_path.resolve())
+
+
+@pytest.mark.parametrize("budget", [float("nan"), float("inf")])
+def test_detector_numbers_are_finite(budget: float) -> None:
+    (message,) = errors_of({"detectors": [{"type": "latency", "budget_ms": budget}]})
+    assert message == "c.yaml: detectors[0].budget_ms: Input should be a finite number"

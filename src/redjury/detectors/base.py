@@ -51,9 +51,10 @@ def mask(value: str) -> str:
 
 
 class DetectorParams(BaseModel):
-    """Settings of a detector in the config's `detectors` list; unknown keys are errors."""
+    """Settings of a detector in the config's `detectors` list; unknown keys are errors,
+    and numbers are finite (a NaN budget would never trip)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Detector:
