@@ -76,7 +76,7 @@ class ReportingSpec(_Strict):
         None,
         ge=0,
         le=MAX_SEED,
-        description="Random seed (0 to 2^64 − 1) of the statistics of the statistics; null draws one and records it in the run header.",
+        description="Random seed (0 to 2^64 − 1) of the statistics; null draws one and records it in the run header.",
     )
     propagate_detector_uncertainty: bool = Field(
         True,
