@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from redjury.config import ConfigError, RunConfig, load_config
@@ -160,6 +160,8 @@ def test_any_bytes_give_a_config_or_a_config_error(raw: bytes) -> None:
 
 @LOAD_SETTINGS
 @given(trees)
+@example({"\n": None})
+@example({"reporting": {"\x1b[31m": 1}})
 def test_any_yaml_tree_gives_a_config_or_a_config_error(tree: object) -> None:
     loads_or_fails_cleanly(yaml.safe_dump(tree))
 
@@ -211,3 +213,9 @@ def test_merge_keys_still_work() -> None:
         "  - name: c\n    connection: {<<: *b, base_url: 'http://h/v1'}\n"
     )
     assert [j.connection.timeout for j in cfg.evaluation.judges] == [5.0, 5.0]
+
+
+def test_unknown_key_with_a_newline_stays_on_one_line() -> None:
+    assert error_of('reporting:\n  "a\\nb": 1\n') == (
+        ":2:3: reporting.'a\\nb': Extra inputs are not permitted"
+    )

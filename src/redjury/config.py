@@ -169,7 +169,9 @@ def _loc(loc: Loc, prefix: str = "") -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            # A key with a newline or an escape in it must not break the one-line message.
+            name = part if part.isprintable() else repr(part)
+            out += f".{name}" if out else name
     return out or "(root)"
 
 

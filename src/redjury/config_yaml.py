@@ -66,7 +66,8 @@ def _syntax_error_path(text: str) -> str:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             top = stack[-1] if stack else None
             if isinstance(event, yaml.NodeEvent) and top and top.is_mapping and top.at_key:
-                top.key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+                key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+                top.key = key if key.isprintable() else repr(key)
             if isinstance(event, yaml.CollectionStartEvent):
                 stack.append(_Frame(isinstance(event, yaml.MappingStartEvent)))
             elif isinstance(event, yaml.CollectionEndEvent):
