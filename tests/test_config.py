@@ -184,3 +184,54 @@ def test_example_config_loads_and_shows_every_field() -> None:
 def test_readme_holds_the_generated_configuration_reference() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert reference_markdown() in readme, "regenerate with: python -m redjury.docs"
+
+
+@pytest.mark.parametrize(
+    ("reporting", "path"),
+    [
+        ({"fail_on_asr": 2}, "reporting.fail_on_asr"),
+        ({"fail_on_asr": -1}, "reporting.fail_on_asr"),
+        ({"fail_on_asr": float("nan")}, "reporting.fail_on_asr"),
+        ({"fail_on_asr": {"pii_leak": 1.5}}, "reporting.fail_on_asr"),
+        ({"fail_on_asr": "high"}, "reporting.fail_on_asr"),
+        ({"seed": -1}, "reporting.seed"),
+        ({"seed": 2**64}, "reporting.seed"),
+        ({"bootstrap_num_iterations": 10**10}, "reporting.bootstrap_num_iterations"),
+        ({"bootstrap_confidence_level": float("nan")}, "reporting.bootstrap_confidence_level"),
+    ],
+)
+def test_out_of_range_reporting_value_is_one_error_naming_its_path(
+    reporting: dict, path: str
+) -> None:
+    (message,) = errors_of({"reporting": reporting})
+    assert message.startswith(f"c.yaml: {path}:")
+
+
+def test_rates_and_seeds_in_range_load() -> None:
+    cfg = parse_config({"reporting": {"fail_on_asr": {"pii_leak": 0, "refusal": 1}, "seed": 0}})
+    assert cfg.reporting.fail_on_asr == {"pii_leak": 0, "refusal": 1}
+    assert parse_config({"reporting": {"bootstrap_num_iterations": 10**6}})
+
+
+def test_infinite_evaluator_threshold_is_refused() -> None:
+    (message,) = errors_of({"evaluator": {"threshold": float("inf")}})
+    assert message == "c.yaml: evaluator.threshold: Input should be a finite number"
+
+
+def test_unknown_scoring_type_is_a_config_error() -> None:
+    (message,) = errors_of({"evaluation": {"judges": [{"name": "m", "scoring": {"type": "nope"}}]}})
+    assert message.startswith("c.yaml: evaluation.judges[0].scoring.type: unknown scoring type")
+    assert "harmbench" in message
+
+
+def test_schema_named_in_a_config_file_resolves_next_to_it(tmp_path: Path) -> None:
+    (tmp_path / "reply.json").write_text('{"type": "object"}')
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("detectors:\n  - type: schema\n    schema: reply\n")
+    assert load_config(cfg).schema_dir == str(tmp_path.resolve())
+
+
+@pytest.mark.parametrize("budget", [float("nan"), float("inf")])
+def test_detector_numbers_are_finite(budget: float) -> None:
+    (message,) = errors_of({"detectors": [{"type": "latency", "budget_ms": budget}]})
+    assert message == "c.yaml: detectors[0].budget_ms: Input should be a finite number"

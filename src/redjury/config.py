@@ -6,12 +6,20 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from redjury.config_files import check_named_files
+from redjury.config_yaml import Locate, YamlConfigError, read_yaml_config
 from redjury.detectors.base import Detector, DetectorParams
 from redjury.detectors.registry import detector_classes
 from redjury.judges.config import EvaluationSpec
+from redjury.judges.config_checks import check_scoring_type
+
+#: Bootstrap resamples are held in memory at once (8 bytes each, a few arrays).
+MAX_BOOTSTRAP_ITERATIONS = 1_000_000
+MAX_SEED = 2**64 - 1
+
+Loc = tuple[int | str, ...]
 
 
 class ConfigError(ValueError):
@@ -23,7 +31,7 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class EvaluatorSpec(_Strict):
@@ -52,7 +60,12 @@ class ReportingSpec(_Strict):
     confidence_interval_method: Literal["bootstrap", "wilson", "none"] = Field(
         "bootstrap", description="How the attack-success-rate interval is computed."
     )
-    bootstrap_num_iterations: int = Field(10000, gt=0, description="Bootstrap resamples.")
+    bootstrap_num_iterations: int = Field(
+        10000,
+        gt=0,
+        le=MAX_BOOTSTRAP_ITERATIONS,
+        description=f"Bootstrap resamples (at most {MAX_BOOTSTRAP_ITERATIONS:,}).",
+    )
     bootstrap_confidence_level: float = Field(
         0.95, gt=0.0, lt=1.0, description="Interval confidence level."
     )
@@ -61,7 +74,9 @@ class ReportingSpec(_Strict):
     )
     seed: int | None = Field(
         None,
-        description="Random seed of the statistics; null draws one and records it in the run header.",
+        ge=0,
+        le=MAX_SEED,
+        description="Random seed (0 to 2^64 − 1) of the statistics; null draws one and records it in the run header.",
     )
     propagate_detector_uncertainty: bool = Field(
         True,
@@ -71,10 +86,12 @@ class ReportingSpec(_Strict):
         None, description="`{detector: {se, sp}}` used to correct the rate for detector error."
     )
     detector_metrics_file: str | None = Field(
-        None, description="A garak `detector_metrics_summary.json` with per-detector Se/Sp."
+        None,
+        description="A garak `detector_metrics_summary.json` with per-detector Se/Sp; read when the config loads.",
     )
     calibration: str | None = Field(
-        None, description="Calibration JSON for Z-scores and DEFCON ratings."
+        None,
+        description="Calibration JSON for Z-scores and DEFCON ratings; read when the config loads.",
     )
     show_z: bool = Field(False, description="Show the DEFCON symbol and Z-score on terminal lines.")
     hit_at_k: list[int] | None = Field(
@@ -86,11 +103,12 @@ class ReportingSpec(_Strict):
     narrow: bool = Field(False, description="Narrow terminal output.")
     html: bool = Field(False, description="Also write `redjury.report.html` at the end of a run.")
     junit: str | None = Field(
-        None, description="Write JUnit XML (one test case per probe × detector) to this path."
+        None,
+        description="Write JUnit XML (one test case per probe × detector) to this path; its folder must be creatable.",
     )
     fail_on_asr: float | dict[str, float] | None = Field(
         None,
-        description="Exit 4 when a probe × detector attack-success rate exceeds this (a number, or `{detector: rate}`).",
+        description="Exit 4 when a probe × detector attack-success rate exceeds this (a rate in [0, 1], or `{detector: rate}`).",
     )
     fail_on_errors: int | None = Field(
         None, ge=0, description="Exit 4 when more than this many replies ended in judge errors."
@@ -101,6 +119,20 @@ class ReportingSpec(_Strict):
     def _positive_k(cls, value: list[int] | None) -> list[int] | None:
         if value is not None and any(k < 1 for k in value):
             raise ValueError("every k must be >= 1")
+        return value
+
+    @field_validator("fail_on_asr", mode="before")
+    @classmethod
+    def _rates(cls, value: Any) -> Any:
+        # Before the float | dict union splits the error in two: one message per mistake.
+        if value is None:
+            return value
+        rates = value.values() if isinstance(value, dict) else [value]
+        for rate in rates:
+            if isinstance(rate, bool) or not isinstance(rate, int | float):
+                raise ValueError("must be a rate in [0, 1], or a mapping {detector: rate}")
+            if not 0.0 <= rate <= 1.0:  # NaN fails this too
+                raise ValueError("a rate must be a number in [0, 1]")
         return value
 
 
@@ -131,32 +163,47 @@ class RunConfig(_Strict):
         return [cls(params) for cls, params in resolve_detectors(self)]
 
 
-def _loc(loc: tuple[int | str, ...], prefix: str = "") -> str:
+def _loc(loc: Loc, prefix: str = "") -> str:
     out = prefix
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            # A key with a newline or an escape in it must not break the one-line message.
+            name = part if part.isprintable() else repr(part)
+            out += f".{name}" if out else name
     return out or "(root)"
 
 
+def _problems(exc: ValidationError, prefix: Loc = ()) -> list[tuple[Loc, str]]:
+    # `msg` never holds the input value (str(exc) would print it: it may be a secret).
+    return [
+        (prefix + tuple(err["loc"]), err["msg"].removeprefix("Value error, "))
+        for err in exc.errors()
+    ]
+
+
 def format_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
-    return [f"{_loc(err['loc'], prefix)}: {err['msg']}" for err in exc.errors()]
+    return [f"{_loc(loc, prefix)}: {msg}" for loc, msg in _problems(exc)]
 
 
-def resolve_detectors(config: RunConfig) -> list[tuple[type[Detector], DetectorParams]]:
+def _detector_problems(
+    config: RunConfig,
+) -> tuple[list[tuple[type[Detector], DetectorParams]], list[tuple[Loc, str]]]:
     classes = detector_classes()
     if config.detectors is None:
-        return [(cls, cls.Params()) for cls in classes.values() if cls.default_enabled]
+        return [(cls, cls.Params()) for cls in classes.values() if cls.default_enabled], []
     resolved: list[tuple[type[Detector], DetectorParams]] = []
-    errors: list[str] = []
+    problems: list[tuple[Loc, str]] = []
     for i, entry in enumerate(config.detectors):
         cls = classes.get(entry.type)
         if cls is None or cls.name == "judge_panel":
-            errors.append(
-                f"detectors[{i}].type: unknown detector {entry.type!r}; known: "
-                + ", ".join(n for n in classes if n != "judge_panel")
+            problems.append(
+                (
+                    ("detectors", i, "type"),
+                    f"unknown detector {entry.type!r}; known: "
+                    + ", ".join(n for n in classes if n != "judge_panel"),
+                )
             )
             continue
         params = dict(entry.model_extra or {})
@@ -167,50 +214,71 @@ def resolve_detectors(config: RunConfig) -> list[tuple[type[Detector], DetectorP
         ):
             params["schema_dir"] = config.schema_dir
         try:
-            resolved.append((cls, cls.Params.model_validate(params)))
+            checked = cls.Params.model_validate(params)
+            cls.preflight(checked)
+            resolved.append((cls, checked))
         except ValidationError as exc:
-            errors.extend(format_validation_error(exc, f"detectors[{i}]"))
+            problems.extend(_problems(exc, ("detectors", i)))
         except ValueError as exc:
-            errors.append(f"detectors[{i}]: {exc}")
-    if errors:
-        raise ConfigError(errors)
+            problems.append((("detectors", i), str(exc)))
+    return resolved, problems
+
+
+def _judge_problems(config: RunConfig) -> list[tuple[Loc, str]]:
+    problems: list[tuple[Loc, str]] = []
+    for i, judge in enumerate(config.evaluation.judges):
+        try:
+            check_scoring_type(judge.scoring.type)
+        except ValueError as exc:
+            problems.append((("evaluation", "judges", i, "scoring", "type"), str(exc)))
+    return problems
+
+
+def resolve_detectors(config: RunConfig) -> list[tuple[type[Detector], DetectorParams]]:
+    resolved, problems = _detector_problems(config)
+    if problems:
+        raise ConfigError([f"{_loc(loc)}: {msg}" for loc, msg in problems])
     return resolved
 
 
-def parse_config(data: Any, source: str = "config") -> RunConfig:
+def parse_config(data: Any, source: str = "config", locate: Locate | None = None) -> RunConfig:
+    """Validate config data: the tree, the detectors' settings and the files it names.
+
+    Every message starts with `source` (or, given `locate`, the `file:line:column` of the
+    key) and names the key path; none quotes a value."""
+
+    def report(problems: list[tuple[Loc, str]]) -> ConfigError:
+        return ConfigError(
+            [f"{locate(loc) if locate else source}: {_loc(loc)}: {msg}" for loc, msg in problems]
+        )
+
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError([f"{source}: the top level must be a mapping"])
+        raise ConfigError([f"{locate(()) if locate else source}: the top level must be a mapping"])
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError([f"{source}: {m}" for m in format_validation_error(exc)]) from None
-    try:
-        resolve_detectors(config)
-    except ConfigError as exc:
-        raise ConfigError([f"{source}: {m}" for m in exc.messages]) from None
+        raise report(_problems(exc)) from None
+    problems = _detector_problems(config)[1] + _judge_problems(config) + check_named_files(config)
+    if problems:
+        raise report(problems)
     return config
 
 
 def load_config(path: str | Path | None) -> RunConfig:
-    """Load and validate a YAML config; None gives the defaults."""
+    """Load and validate a YAML config; None gives the defaults. Schema names and relative
+    schema paths resolve next to the config file unless `schema_dir` says otherwise."""
     if path is None:
         return parse_config({})
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([f"{p}: cannot read: {exc.strerror}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{p}: not valid YAML: {exc}"]) from None
-    config = parse_config(data, str(p))
-    if config.schema_dir is None:
-        # Schema names and relative paths in a config file resolve next to that file.
-        config.schema_dir = str(p.resolve().parent)
-    return config
+        data, locate = read_yaml_config(p)
+    except YamlConfigError as exc:
+        raise ConfigError([str(exc)]) from None
+    if isinstance(data, dict) and data.get("schema_dir") is None:
+        data = {**data, "schema_dir": str(p.resolve().parent)}
+    return parse_config(data, str(p), locate)
 
 
 def _default_text(info: Any) -> str:

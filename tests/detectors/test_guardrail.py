@@ -161,3 +161,35 @@ def test_bad_options_raise_naming_the_path(guard_module: str) -> None:
 def test_hazards_are_configurable_not_fixed() -> None:
     assert GuardrailDetector.hazards == ()
     assert not GuardrailDetector.default_enabled
+
+
+@pytest.mark.parametrize("path", [".foo:bar", "foo", "foo:", ":bar", "foo:bar:baz", "foo bar:x"])
+def test_guardrail_must_be_an_absolute_import_path(path: str) -> None:
+    from pydantic import ValidationError
+
+    from redjury.detectors.guardrail import GuardrailParams
+
+    with pytest.raises(ValidationError, match="absolute import path"):
+        GuardrailParams(guardrail=path)
+
+
+def test_guardrail_module_that_does_not_exist_fails_preflight() -> None:
+    from redjury.detectors.guardrail import GuardrailParams
+
+    params = GuardrailParams(guardrail="no_such_redjury_module.inner:factory")
+    with pytest.raises(ValueError, match="no module 'no_such_redjury_module.inner'"):
+        GuardrailDetector.preflight(params)
+
+
+def test_factory_options_error_names_the_path_but_not_the_value() -> None:
+    from redjury.detectors.guardrail import load_guardrail
+
+    secret = "S3cr3tV4lue"
+    with pytest.raises(ValueError) as info:
+        load_guardrail(
+            "redjury.judges.llamaguard:guardrail",
+            {"name": "m", "connection": {"headers": {"X-Key": f"{secret}\r\nX-Evil: 1"}}},
+        )
+    message = str(info.value)
+    assert "connection.headers" in message and "CR or LF" in message
+    assert secret not in message and "input_value" not in message

@@ -169,3 +169,12 @@ def test_unknown_param_is_an_error():
 def test_phrase_lists_are_compiled_once_per_setting():
     assert phrase_matcher(PhraseParams()) is phrase_matcher(PhraseParams())
     assert JailbreakHeuristicDetector().matcher is JailbreakHeuristicDetector().matcher
+
+
+@pytest.mark.parametrize("field", ["extra_refusals", "extra_completions", "extra_exclusions"])
+def test_unclosed_regex_entry_is_a_settings_error_naming_its_index(field):
+    with pytest.raises(ValidationError) as info:
+        JailbreakHeuristicDetector.Params.model_validate({field: ["nope", "re:(unclosed"]})
+    (error,) = info.value.errors()
+    assert error["loc"] == (field,)
+    assert "entry 1: not a valid regular expression" in error["msg"]

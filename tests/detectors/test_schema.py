@@ -151,3 +151,49 @@ def test_bare_name_is_found_under_a_schemas_folder(tmp_path):
     assert resolve_schema_path("reply", str(tmp_path)) == tmp_path / "schemas" / "reply.json"
     (tmp_path / "reply.json").write_text("{}")
     assert resolve_schema_path("reply", str(tmp_path)) == tmp_path / "reply.json"
+
+
+def write_schema(folder: Path, schema: dict) -> str:
+    (folder / "s.json").write_text(json.dumps(schema))
+    return str(folder / "s.json")
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["https://example.invalid/a.json", "other.json", "other.json#/$defs/a", "#/$defs/missing"],
+)
+def test_reference_outside_the_file_is_refused_at_preflight(tmp_path: Path, ref: str) -> None:
+    path = write_schema(tmp_path, {"properties": {"a": {"$ref": ref}}})
+    params = SchemaConformanceDetector.Params(schema=path)
+    with pytest.raises(ValueError, match=r"reference at /properties/a/\$ref does not resolve"):
+        SchemaConformanceDetector.preflight(params)
+    with pytest.raises(ValueError, match="network and file references are not followed"):
+        SchemaConformanceDetector(params)
+
+
+def test_local_references_anchors_and_embedded_ids_are_fine(tmp_path: Path) -> None:
+    schema = {
+        "$id": "https://example.invalid/root.json",
+        "$defs": {"name": {"type": "string", "$anchor": "Name"}},
+        "properties": {
+            "a": {"$ref": "#/$defs/name"},
+            "b": {"$ref": "#Name"},
+            "c": {
+                "$id": "sub.json",
+                "$defs": {"n": {"type": "integer"}},
+                "properties": {"d": {"$ref": "#/$defs/n"}, "e": {"$ref": "root.json#Name"}},
+            },
+        },
+        "examples": [{"$ref": "https://example.invalid/data-not-a-reference"}],
+    }
+    d = SchemaConformanceDetector(
+        SchemaConformanceDetector.Params(schema=write_schema(tmp_path, schema))
+    )
+    assert judge(d, '{"a": "x", "c": {"d": 1, "e": "y"}}').verdict is Verdict.PASSED
+    assert judge(d, '{"c": {"d": "one"}}').verdict is Verdict.FAILED
+
+
+def test_schema_that_is_a_device_is_refused() -> None:
+    params = SchemaConformanceDetector.Params(schema="/dev/zero")
+    with pytest.raises(ValueError, match="not a regular file"):
+        SchemaConformanceDetector.preflight(params)

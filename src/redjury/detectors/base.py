@@ -51,9 +51,10 @@ def mask(value: str) -> str:
 
 
 class DetectorParams(BaseModel):
-    """Settings of a detector in the config's `detectors` list; unknown keys are errors."""
+    """Settings of a detector in the config's `detectors` list; unknown keys are errors,
+    and numbers are finite (a NaN budget would never trip)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Detector:
@@ -72,6 +73,11 @@ class Detector:
 
     def __init__(self, params: DetectorParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
+
+    @classmethod
+    def preflight(cls, params: DetectorParams) -> None:
+        """Check what the settings name (files, imports) when the config loads, before
+        anything is judged; raise ValueError naming the problem. Default: nothing to check."""
 
     # -- verdict helpers: score and label always agree ------------------------------
     def bad(self, *evidence: str, sensitive: Iterable[str] = (), **details: Any) -> Finding:

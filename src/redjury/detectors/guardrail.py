@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from importlib import import_module
+from importlib.util import find_spec
 from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding
@@ -19,6 +21,20 @@ class TextGuardrail(Protocol):
     (a list or set of strings; empty means safe)."""
 
     def flags(self, text: str) -> bool | list[str] | set[str]: ...
+
+
+_DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_IMPORT_PATH = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
+
+
+def check_import_path(path: str) -> str:
+    """`pkg.module:attr.attr`, absolute: a relative module (`.foo`) has no package to be
+    relative to."""
+    if not _IMPORT_PATH.match(path):
+        raise ValueError(
+            'must be an absolute import path "pkg.module:factory" (dotted names, one colon)'
+        )
+    return path
 
 
 class GuardrailParams(DetectorParams):
@@ -37,13 +53,17 @@ class GuardrailParams(DetectorParams):
         description='Hazards the guardrail\'s verdicts are attributed to (e.g. ["hate"]).',
     )
 
+    _import_path = field_validator("guardrail")(check_import_path)
+
 
 def load_guardrail(path: str, options: dict[str, Any]) -> TextGuardrail:
     """Import `pkg.module:attr` and build the guardrail; any failure is a ValueError
     naming the path."""
-    module_name, sep, attr_path = path.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise ValueError(f'guardrail {path!r} is not an import path "pkg.module:factory"')
+    try:
+        check_import_path(path)
+    except ValueError as exc:
+        raise ValueError(f"guardrail {path!r}: {exc}") from None
+    module_name, _, attr_path = path.partition(":")
     try:
         target: Any = import_module(module_name)
         for attr in attr_path.split("."):
@@ -57,6 +77,12 @@ def load_guardrail(path: str, options: dict[str, Any]) -> TextGuardrail:
     elif callable(target):
         try:
             guardrail = target(**options)
+        except ValidationError as exc:
+            # str(exc) would quote the input (a header value, a key): name paths only.
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"guardrail factory {path!r} options: {problems}") from None
         except Exception as exc:
             raise ValueError(
                 f"guardrail factory {path!r} failed: {type(exc).__name__}: {exc}"
@@ -105,6 +131,18 @@ class GuardrailDetector(Detector):
             raise ValueError(f"guardrail {_describe(guardrail)} has no flags() method")
         self.guardrail = guardrail
         self.attributed_hazards = list(dict.fromkeys(self.params.hazards))
+
+    @classmethod
+    def preflight(cls, params: DetectorParams) -> None:
+        # The module must exist; it is imported (and the guardrail built) when the run starts.
+        assert isinstance(params, GuardrailParams)
+        module = params.guardrail.partition(":")[0]
+        try:
+            found = find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise ValueError(f"guardrail: no module {module!r} can be imported")
 
     @classmethod
     def wrap(cls, guardrail: TextGuardrail, *, hazards: Iterable[str] = ()) -> GuardrailDetector:

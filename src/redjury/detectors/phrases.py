@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from redjury.detectors.base import DetectorParams
 
@@ -47,6 +47,19 @@ class PhraseParams(DetectorParams):
         default_factory=list,
         description="More refusal exclusions: openings that look like a refusal but are not.",
     )
+
+    @field_validator("extra_refusals", "extra_completions", "extra_exclusions")
+    @classmethod
+    def _entries_compile(cls, entries: list[str]) -> list[str]:
+        # A bad entry is a config error when the config loads, not a crash at the first reply.
+        for i, entry in enumerate(entries):
+            try:
+                parse_entries([entry])
+            except re.error as exc:
+                raise ValueError(f"entry {i}: not a valid regular expression: {exc}") from None
+            except ValueError as exc:
+                raise ValueError(f"entry {i}: {exc}") from None
+        return entries
 
 
 def phrase_atoms(phrase: str) -> list[str]:

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from jsonschema import exceptions as jsonschema_errors
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 from pydantic import ConfigDict, Field
+from referencing import Registry, Specification
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012, specification_with
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding
@@ -56,6 +61,91 @@ def resolve_schema_path(schema: str, schema_dir: str | None) -> Path:
     return path
 
 
+_ROOT_URI = "urn:redjury:schema"
+# Keywords whose values are data, not subschemas: a "$ref" key inside them is not a reference.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+def _references(
+    node: Any, pointer: str, resolver: Any, spec: Specification[Any]
+) -> Iterator[tuple[str, str, Any]]:
+    """(JSON pointer, reference, resolver at that point's base URI) for every `$ref` and
+    `$dynamicRef` in a schema."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _references(item, f"{pointer}/{i}", resolver, spec)
+        return
+    if not isinstance(node, dict):
+        return
+    if pointer and isinstance(spec.id_of(node), str):
+        resolver = resolver.in_subresource(spec.create_resource(node))
+    for keyword in ("$ref", "$dynamicRef"):
+        if isinstance(node.get(keyword), str):
+            yield f"{pointer}/{keyword}", node[keyword], resolver
+    for key, value in node.items():
+        if key not in _DATA_KEYWORDS:
+            yield from _references(value, f"{pointer}/{key}", resolver, spec)
+
+
+def check_local_references(schema: Any, path: Path) -> None:
+    """Every reference resolves inside the schema file: network and file references are
+    refused (they would be fetched, or fail, at the first reply)."""
+    if not isinstance(schema, dict):
+        return
+    spec = specification_with(str(schema.get("$schema", "")), default=DRAFT202012)
+    resource = spec.create_resource(schema)
+    root = resource.id() or _ROOT_URI
+    resolver = Registry().with_resource(root, resource).crawl().resolver(root)
+    for pointer, ref, here in _references(schema, "", resolver, spec):
+        try:
+            here.lookup(ref)
+        except Unresolvable:
+            raise ValueError(
+                f"JSON Schema {str(path)!r}: the reference at {pointer or '/'} does not resolve "
+                "inside the file; network and file references are not followed (put the "
+                "definition under $defs and refer to it as #/$defs/NAME)"
+            ) from None
+
+
+def load_schema(path: Path) -> tuple[Any, type[Validator]]:
+    """The schema at `path` and its validator class; ValueError naming the file when it
+    cannot be read, is not JSON, is not a valid schema or refers outside itself."""
+    schema = _read_schema(path)
+    cls: type[Validator] = validator_for(schema)
+    try:
+        cls.check_schema(schema)
+        check_local_references(schema, path)
+    except jsonschema_errors.SchemaError as exc:
+        raise ValueError(f"invalid JSON Schema {str(path)!r}: {exc.message}") from exc
+    except RecursionError:
+        raise ValueError(f"JSON Schema {str(path)!r} is nested too deeply") from None
+    return schema, cls
+
+
+def _read_schema(path: Path) -> Any:
+    if path.exists() and not path.is_file():
+        # A folder, a FIFO or a device (/dev/zero) would fail late, block or never end.
+        raise ValueError(f"JSON Schema {str(path)!r} is not a regular file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read JSON Schema {str(path)!r}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError:
+        raise ValueError(f"JSON Schema {str(path)!r} is not UTF-8 text") from None
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"JSON Schema {str(path)!r} is not valid JSON: {exc.msg} "
+            f"at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except RecursionError:
+        raise ValueError(f"JSON Schema {str(path)!r} is nested too deeply") from None
+    if not isinstance(schema, dict | bool):
+        raise ValueError(f"JSON Schema {str(path)!r} must be an object or a boolean")
+    return schema
+
+
 def _shorten(text: str) -> str:
     return text if len(text) <= _EVIDENCE_CHARS else text[:_EVIDENCE_CHARS] + "…"
 
@@ -87,34 +177,13 @@ class SchemaConformanceDetector(Detector):
     def __init__(self, params: DetectorParams | None = None) -> None:
         super().__init__(params)
         self.schema_path = resolve_schema_path(self.params.schema_, self.params.schema_dir)
-        self.schema = self._load(self.schema_path)
-        cls = validator_for(self.schema)
-        try:
-            cls.check_schema(self.schema)
-        except jsonschema_errors.SchemaError as exc:
-            raise ValueError(
-                f"invalid JSON Schema {str(self.schema_path)!r}: {exc.message}"
-            ) from exc
+        self.schema, cls = load_schema(self.schema_path)
         self.validator = cls(self.schema)
 
-    @staticmethod
-    def _load(path: Path) -> Any:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(
-                f"cannot read JSON Schema {str(path)!r}: {exc.strerror or exc}"
-            ) from exc
-        try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"JSON Schema {str(path)!r} is not valid JSON: {exc.msg} "
-                f"at line {exc.lineno} column {exc.colno}"
-            ) from exc
-        if not isinstance(schema, dict | bool):
-            raise ValueError(f"JSON Schema {str(path)!r} must be an object or a boolean")
-        return schema
+    @classmethod
+    def preflight(cls, params: DetectorParams) -> None:
+        assert isinstance(params, SchemaParams)
+        load_schema(resolve_schema_path(params.schema_, params.schema_dir))
 
     def check(self, attempt: Attempt, output: str) -> Finding:
         fenced = _FENCED.match(output)

@@ -7,11 +7,20 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from redjury.judges.config_checks import (
+    MAX_DELAY_S,
+    MAX_RETRIES,
+    MAX_TIMEOUT_S,
+    check_headers,
+    check_no_credentials,
+)
+
 DEFAULT_HARMBENCH_REVISION = "8e1604d1171fe8a48d8febecd22f600e462bdcdd"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Infinite or NaN delays and timeouts would make a failing judge retry forever.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class ConnectionType(enum.StrEnum):
@@ -39,7 +48,7 @@ class ConnectionSpec(_Strict):
     base_url: str | None = Field(
         None,
         validation_alias=AliasChoices("base_url", "endpoint"),
-        description="Server URL (`endpoint` is accepted as an alias). OLLAMA defaults to $OLLAMA_HOST or http://localhost:11434.",
+        description="Server URL (`endpoint` is accepted as an alias). OLLAMA defaults to $OLLAMA_HOST or http://localhost:11434. Credentials in the URL (`user:pass@`) are refused: use `api_key_env` or `headers`.",
     )
     api_key_env: str | None = Field(
         None,
@@ -47,15 +56,20 @@ class ConnectionSpec(_Strict):
     )
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra HTTP headers; their values are never written to a report or log.",
+        description="Extra HTTP headers; their values are never written to a report or log. Values must be latin-1 text without CR, LF or other control characters.",
     )
-    timeout: float = Field(120.0, gt=0, description="Seconds to wait for one judge answer.")
+    timeout: float = Field(
+        120.0, gt=0, le=MAX_TIMEOUT_S, description="Seconds to wait for one judge answer."
+    )
+
+    _no_credentials = field_validator("base_url")(check_no_credentials)
+    _headers = field_validator("headers")(check_headers)
 
 
 class GenerationSpec(BaseModel):
     """Sampling settings sent to the judge model; unknown keys are passed through."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     temperature: float = Field(
         0.0, ge=0, description="Sampling temperature; above 0 verdicts are not reproducible."
@@ -115,11 +129,13 @@ class CalibrationSpec(_Strict):
     sample_size: int | None = Field(
         100, ge=1, description="How many samples to draw; null uses all."
     )
-    seed: int = Field(42, description="Seed of the stratified sample.")
+    seed: int = Field(42, ge=0, description="Seed of the stratified sample.")
     cache_dir: str | None = Field(
         None, description="Download cache; default ~/.cache/redjury/calibration."
     )
-    download_timeout: float = Field(30.0, gt=0, description="Seconds to wait for a download.")
+    download_timeout: float = Field(
+        30.0, gt=0, le=MAX_TIMEOUT_S, description="Seconds to wait for a download."
+    )
     path: str | None = Field(
         None,
         description="For `file`: a CSV or JSONL of goal, response, label (0/1), optional goal_context.",
@@ -127,6 +143,8 @@ class CalibrationSpec(_Strict):
     base_url: str | None = Field(
         None, description="Override the raw-file base URL (mirrors, tests)."
     )
+
+    _no_credentials = field_validator("base_url")(check_no_credentials)
 
 
 class RobustnessSpec(_Strict):
@@ -175,13 +193,19 @@ class EvaluationSpec(_Strict):
     per_endpoint_concurrency: int = Field(
         32, ge=1, description="Judge requests in flight at once per endpoint."
     )
-    max_retries: int = Field(4, ge=0, description="Retries on connection errors, 429 and 5xx.")
+    max_retries: int = Field(
+        4, ge=0, le=MAX_RETRIES, description="Retries on connection errors, 429 and 5xx."
+    )
     retry_base_delay: float = Field(
-        0.5, ge=0, description="Seconds before the first retry; doubles per retry, with jitter."
+        0.5,
+        ge=0,
+        le=MAX_DELAY_S,
+        description="Seconds before the first retry; doubles per retry, with jitter.",
     )
     retry_max_delay: float = Field(
         30.0,
         ge=0,
+        le=MAX_DELAY_S,
         description="Cap on the backoff between retries (a longer Retry-After is still honoured).",
     )
 

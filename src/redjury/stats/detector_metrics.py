@@ -66,12 +66,14 @@ def parse_garak_summary(data: Mapping[str, Any]) -> dict[str, tuple[float, float
     "hit_specificity": Sp, …}}}, "metadata": {…}}`. Like garak, a detector with a missing or
     out-of-range figure is skipped (with a warning) rather than failing the whole file.
     """
-    results = data.get("results")
+    results = data.get("results") if isinstance(data, Mapping) else None
     if not isinstance(results, Mapping):
         raise ValueError("garak detector metrics file has no 'results' object")
     parsed: dict[str, tuple[float, float]] = {}
     for name, entry in results.items():
-        metrics = entry.get("metrics", {}) if isinstance(entry, Mapping) else {}
+        metrics = entry.get("metrics") if isinstance(entry, Mapping) else None
+        if not isinstance(metrics, Mapping):
+            metrics = {}
         try:
             se = _rate(metrics.get("hit_sensitivity"), f"results.{name}.metrics.hit_sensitivity")
             sp = _rate(metrics.get("hit_specificity"), f"results.{name}.metrics.hit_specificity")

@@ -1,0 +1,118 @@
+"""The files a config names, checked when it loads so that a missing or broken one stops
+the run before anything is judged: the calibration JSON, the garak detector metrics, the
+JUnit target and a labelled audit dataset. Paths resolve as the run resolves them."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from redjury.config import RunConfig
+
+Loc = tuple[int | str, ...]
+
+
+def _json_problem(path: str, exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{path!r} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{path!r} is not UTF-8 text"
+    if isinstance(exc, OSError):
+        return f"cannot read {path!r}: {exc.strerror or type(exc).__name__}"
+    return f"{path!r}: {exc}"
+
+
+#: Larger named files are refused: they are small JSON or CSV, never gigabytes.
+MAX_FILE_BYTES = 256 * 2**20
+
+
+def _regular_file_problem(path: str) -> str | None:
+    # A FIFO or a device (/dev/zero, /dev/stdin) would block or never end.
+    target = Path(path).expanduser()
+    if not target.exists():
+        return f"cannot read {path!r}: No such file or directory"
+    if not target.is_file():
+        return f"{path!r} is not a regular file"
+    if target.stat().st_size > MAX_FILE_BYTES:
+        return f"{path!r} is larger than {MAX_FILE_BYTES // 2**20} MiB"
+    return None
+
+
+def _readable(path: str, load: Callable[[str], Any]) -> str | None:
+    try:
+        problem = _regular_file_problem(path)
+        if problem:
+            return problem
+        load(path)
+    except (OSError, ValueError, RecursionError) as exc:
+        return _json_problem(path, exc)
+    return None
+
+
+def _load_calibration(path: str) -> Any:
+    from redjury.stats.calibration import Calibration
+
+    return Calibration.load(path)
+
+
+def _load_detector_metrics(path: str) -> Any:
+    from redjury.stats.detector_metrics import load_garak_detector_metrics
+
+    return load_garak_detector_metrics(path)
+
+
+def _read_file(path: str) -> Any:
+    with open(path, "rb") as handle:
+        return handle.read(1)
+
+
+def writable_file_problem(path: str) -> str | None:
+    """Why a file could not be written at `path` (its folders created as needed), or None."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        return f"{path!r} is a folder, not a file"
+    for folder in target.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{path!r} cannot be written: {str(folder)!r} is a file, not a folder"
+            if not os.access(folder, os.W_OK | os.X_OK):
+                return f"{path!r} cannot be written: no permission to write in {str(folder)!r}"
+            return None
+    return None
+
+
+def check_named_files(config: RunConfig) -> list[tuple[Loc, str]]:
+    """(key path, problem) for each named file that cannot be used as the run will use it."""
+    reporting = config.reporting
+    checks: list[tuple[Loc, str | None, Callable[[str], str | None]]] = [
+        (
+            ("reporting", "calibration"),
+            reporting.calibration,
+            lambda p: _readable(p, _load_calibration),
+        ),
+        (
+            ("reporting", "detector_metrics_file"),
+            reporting.detector_metrics_file,
+            lambda p: _readable(p, _load_detector_metrics),
+        ),
+        (("reporting", "junit"), reporting.junit, writable_file_problem),
+    ]
+    dataset = config.evaluation.audit.dataset
+    if dataset.dataset == "file":
+        checks.append(
+            (
+                ("evaluation", "audit", "dataset", "path"),
+                dataset.path,
+                lambda p: _readable(p, _read_file),
+            )
+        )
+    problems: list[tuple[Loc, str]] = []
+    for loc, path, check in checks:
+        problem = check(path) if path else None
+        if problem:
+            problems.append((loc, problem))
+    return problems
