@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,19 @@ detectors_app = typer.Typer(
 app.add_typer(detectors_app, name="detectors")
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
+
+
+def _plain_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one plain line for the user, not Python's source path and code line."""
+    text = " ".join(str(message).split())
+    print(f"redjury: warning: {text}", file=file or sys.stderr)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -110,6 +124,13 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the judge cache.")] = False,
     offline: Annotated[
         bool, typer.Option("--offline", help="Never download audit data; use the cache.")
+    ] = False,
+    no_preflight: Annotated[
+        bool,
+        typer.Option(
+            "--no-preflight",
+            help="Do not ask each judge server once before judging (model listing, credentials).",
+        ),
     ] = False,
     ci_method: Annotated[
         str | None,
@@ -213,6 +234,7 @@ def run(
         skip_bad_lines=skip_bad_lines,
         use_cache=not no_cache,
         offline=offline,
+        preflight=not no_preflight,
         verbose=verbose,
         colour=colour,
         config_path=str(config) if config else None,
@@ -374,6 +396,7 @@ def detectors_list(
 
 
 def main() -> None:
+    warnings.showwarning = _plain_warning
     try:
         app()
     except SystemExit:

@@ -77,6 +77,7 @@ class RunOptions:
     stream: TextIO | None = None
     config_path: str | None = None
     offline: bool = False
+    preflight: bool = True
 
 
 @dataclass
@@ -339,7 +340,14 @@ class Run:
         return asyncio.run(self._execute(detectors, good))
 
     async def _execute(self, detectors: list[Detector], good: int) -> RunResult:
+        from redjury.judges.preflight import PreflightError, run_preflight
+
         try:
+            if self.options.preflight:
+                try:
+                    await run_preflight(detectors)
+                except PreflightError as exc:
+                    raise RunError(str(exc)) from None
             return await self._run(detectors, good)
         finally:
             for det in detectors:
@@ -515,7 +523,9 @@ class Run:
                 digest.add_eval(row)
                 tally = self.tally.tallies[(row["probe"], row["detector"])]
                 self.printer.eval_row(row, tally.first_hits[:hits_limit] if hits_limit else ())
-        report.write(digest.row())
+        digest_row = digest.row()
+        report.write(digest_row)
+        self.printer.judge_abstentions(digest_row.get("judge_panel"))
         completion: dict[str, Any] = {
             "entry_type": "completion",
             "end_time": dt.datetime.now(dt.UTC).isoformat(),

@@ -102,7 +102,11 @@ class AskingJudge:
         self.engine = engine
         self.logprobs = logprobs
         self.route: Route = engine.route(
-            provider.base_url, provider.path, provider.headers, spec.connection.timeout
+            provider.base_url,
+            provider.path,
+            provider.headers,
+            spec.connection.timeout,
+            ca_bundle=spec.connection.ca_bundle,
         )
         self.fingerprint_fields = fields
         self.fingerprint = digest(fields)
@@ -156,7 +160,7 @@ class AskingJudge:
 
     async def request(self, body: bytes) -> Answer:
         self.requests += 1
-        content = await self.engine.post(self.route, body)
+        content = await self.provider.send(self.engine, self.route, body)
         try:
             return self.provider.read(content)
         except MalformedResponse as exc:

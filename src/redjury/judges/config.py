@@ -17,6 +17,8 @@ class _Strict(BaseModel):
 class ConnectionType(enum.StrEnum):
     OPENAI = "OPENAI"
     OLLAMA = "OLLAMA"
+    AZURE_OPENAI = "AZURE_OPENAI"
+    ANTHROPIC = "ANTHROPIC"
     LITELLM = "LITELLM"
 
     @classmethod
@@ -34,7 +36,7 @@ class ConnectionSpec(_Strict):
     )
     type: ConnectionType = Field(
         ConnectionType.OPENAI,
-        description="Wire protocol: `OPENAI` (any OpenAI-compatible server) or `OLLAMA` (native /api/chat).",
+        description="Wire protocol: `OPENAI` (any OpenAI-compatible server), `OLLAMA` (native /api/chat), `AZURE_OPENAI`, `ANTHROPIC` (Messages API) or `LITELLM` (extra `redjury[litellm]`: Bedrock, Vertex, …).",
     )
     base_url: str | None = Field(
         None,
@@ -50,6 +52,17 @@ class ConnectionSpec(_Strict):
         description="Extra HTTP headers; their values are never written to a report or log.",
     )
     timeout: float = Field(120.0, gt=0, description="Seconds to wait for one judge answer.")
+    ca_bundle: str | None = Field(
+        None,
+        description="PEM file of the CAs to trust for this server (default: system CAs or $SSL_CERT_FILE).",
+    )
+    api_version: str | None = Field(
+        None,
+        description="AZURE_OPENAI `api-version` (default 2024-10-21); ANTHROPIC `anthropic-version` (default 2023-06-01).",
+    )
+    deployment: str | None = Field(
+        None, description="AZURE_OPENAI deployment name (default: the judge's `name`)."
+    )
 
 
 class GenerationSpec(BaseModel):
