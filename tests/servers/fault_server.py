@@ -79,6 +79,7 @@ class Request:
     body: bytes
     n: int  # index among POSTs, from 0
     at: float  # time.monotonic() when it was read
+    conn: int = 0  # which connection carried it, from 1
 
     @property
     def json(self) -> Any:
@@ -375,6 +376,7 @@ class FaultServer:
         self._writers.add(writer)
         with self._lock:
             self.connections += 1
+            conn = self.connections
         try:
             while True:
                 try:
@@ -390,7 +392,7 @@ class FaultServer:
                         headers[k.strip().lower()] = v.strip()
                 length = int(headers.get("content-length", "0"))
                 body = await reader.readexactly(length) if length else b""
-                if not await self._answer(method, path, headers, body, writer):
+                if not await self._answer(method, path, headers, body, writer, conn):
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
             return
@@ -410,18 +412,23 @@ class FaultServer:
         headers: dict[str, str],
         body: bytes,
         writer: asyncio.StreamWriter,
+        conn: int = 0,
     ) -> bool:
         """Write one response; False when the connection is gone."""
         path = path.split("?", 1)[0]
         if self.refuse is not None:
             with self._lock:
-                self.requests.append(Request(method, path, headers, body, -1, time.monotonic()))
+                self.requests.append(
+                    Request(method, path, headers, body, -1, time.monotonic(), conn)
+                )
             writer.write(_response(self.refuse, b'{"error": {"message": "refused"}}'))
             await writer.drain()
             return True
         if method == "GET":
             with self._lock:
-                self.requests.append(Request(method, path, headers, body, -1, time.monotonic()))
+                self.requests.append(
+                    Request(method, path, headers, body, -1, time.monotonic(), conn)
+                )
             names = self.models or []
             if path.endswith("/models"):
                 data: dict[str, Any] = {
@@ -437,7 +444,7 @@ class FaultServer:
             await writer.drain()
             return True
         with self._lock:
-            req = Request(method, path, headers, body, self._posts, time.monotonic())
+            req = Request(method, path, headers, body, self._posts, time.monotonic(), conn)
             self._posts += 1
             self.requests.append(req)
             self.in_flight += 1
