@@ -30,6 +30,7 @@ class LiteLLMProvider(OpenAIProvider):
                 f"judge {spec.name!r}: connection type LITELLM needs the extra: "
                 "pip install 'redjury[litellm]'"
             ) from None
+        litellm.suppress_debug_info = True  # its banner on every failure is not ours to print
         self._acompletion = litellm.acompletion
         super().__init__(spec, logprobs=logprobs)
         # Headers go to LiteLLM as extra_headers; it sets content type and auth itself.
