@@ -284,6 +284,8 @@ class FaultServer:
     models: list[str] | None = None
     # A status for every request (GETs too), e.g. 401 for a server that wants another key.
     refuse: int | None = None
+    # False answers the listing paths 404, as servers without a model listing do.
+    listing: bool = True
     connections: int = 0
 
     def __post_init__(self) -> None:
@@ -430,6 +432,10 @@ class FaultServer:
                     Request(method, path, headers, body, -1, time.monotonic(), conn)
                 )
             names = self.models or []
+            if not self.listing:
+                writer.write(_response(404, b'{"error": "not found"}'))
+                await writer.drain()
+                return True
             if path.endswith("/models"):
                 data: dict[str, Any] = {
                     "object": "list",

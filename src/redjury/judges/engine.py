@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 from multidict import CIMultiDictProxy
@@ -173,6 +174,7 @@ class JudgeEngine:
     ) -> Route:
         if not base_url.startswith(("http://", "https://", "litellm:")):
             raise ValueError(f"not an http(s) URL: {base_url!r}")
+        base_url, headers = _credentials_to_header(base_url, headers)
         key = (base_url, ca_bundle)
         endpoint = self._endpoints.get(key)
         if endpoint is None:
@@ -323,6 +325,19 @@ class JudgeEngine:
         if session is not None and self._loop is asyncio.get_running_loop():
             await session.close()
         self._loop = None
+
+
+def _credentials_to_header(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """`https://user:pw@host` as basic auth, unless the judge already sends an authorization."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, headers
+    netloc = parts.netloc.rpartition("@")[2]
+    bare = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    if any(k.lower() == "authorization" for k in headers):
+        return bare, headers
+    auth = aiohttp.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
+    return bare, {**headers, "authorization": auth.encode()}
 
 
 def _call_error(exc: BaseException, route: Route) -> JudgeCallError | _Retry:
