@@ -21,8 +21,12 @@ from redjury.judges.proxies import proxy_for
 
 # A server asking for a longer pause than this is treated as down: the judge abstains.
 MAX_RETRY_AFTER_S = 300.0
-# Waits between retries of a 429 that the lowered concurrency, not the retry budget, absorbs.
+# Waits between retries of a 429 that the lowered concurrency, not the retry budget, absorbs,
+# and how many of those one request may take before they count as retries after all.
 RATE_LIMIT_MAX_DELAY_S = 8.0
+MAX_RATE_LIMITED_RETRIES = 50
+# "Other requests succeed": one did within this many seconds.
+RATE_LIMIT_WINDOW_S = 10.0
 
 
 class JudgeCallError(Exception):
@@ -40,7 +44,7 @@ class EngineStats:
     failures: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
-    # Times an endpoint's concurrency was halved after a 429.
+    # Times an endpoint's concurrency was cut after a 429.
     rate_limited: int = 0
 
 
@@ -137,8 +141,9 @@ class JudgeEngine:
 
     Retries connection errors, 429 and 5xx with exponential backoff and jitter, waiting at
     least `Retry-After`; other 4xx, timeouts, certificate failures and malformed bodies fail
-    at once. An endpoint that answers 429 gets its concurrency halved, then raised by one per
-    round of successes; those 429s spend no retry until the endpoint is down to one request.
+    at once. An endpoint that answers 429 gets its concurrency cut, then raised by one per
+    round of successes; a 429 spends no retry while other requests to it succeed (one did in
+    the last RATE_LIMIT_WINDOW_S; at most MAX_RATE_LIMITED_RETRIES such retries per request).
     The session and limits bind to the running event loop and are rebuilt for another.
     """
 
@@ -271,6 +276,8 @@ class JudgeEngine:
                     raise JudgeCallError(
                         f"{retry.reason} with Retry-After {retry.wait:.0f}s"
                     ) from None
+                if not retry.counts and rate_limited >= MAX_RATE_LIMITED_RETRIES:
+                    retry.counts = True
                 if retry.counts and retries >= self.max_retries:
                     self.stats.failures += 1
                     suffix = f" after {retries} retries" if retries else ""
@@ -312,8 +319,9 @@ class JudgeEngine:
         wait = retry_after_seconds(response.header("retry-after"))
         if status == 429 and limit.backoff(epoch):
             self.stats.rate_limited += 1
-        # While the endpoint can still take fewer requests at once, a 429 is the limit's job.
-        counts = status != 429 or limit.current <= 1
+        # A 429 while other requests get through is the lowered limit's job, not a retry's;
+        # one while nothing succeeds spends a retry, so a server that is down still abstains.
+        counts = status != 429 or not limit.succeeding(RATE_LIMIT_WINDOW_S)
         raise _Retry(f"HTTP {status}", wait, counts)
 
     async def get(self, route: Route) -> Response:

@@ -1,10 +1,15 @@
-"""An in-flight limit that adapts to rate limits: halved on a 429, raised by one per round of
-successes (additive increase, multiplicative decrease), never above its ceiling."""
+"""An in-flight limit that adapts to rate limits: cut to 70% on a 429, raised by one per round
+of successes (additive increase, multiplicative decrease), never above its ceiling."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
+
+# The multiplicative decrease: CUBIC's 0.7 rather than TCP Reno's 0.5, so a limit that sits
+# just above a rate limit loses less throughput each time it touches it.
+DECREASE = 0.7
 
 
 class AdaptiveLimit:
@@ -21,6 +26,9 @@ class AdaptiveLimit:
         self.epoch = 0
         self.lowered = 0
         self.lowest = ceiling
+        # When a request last succeeded: a 429 while others succeed is rate limiting, not a
+        # server that is down.
+        self.last_success: float | None = None
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
@@ -59,15 +67,21 @@ class AdaptiveLimit:
 
     def grow(self) -> None:
         """A success: +1 per `current` successes, up to the ceiling."""
+        self.last_success = time.monotonic()
         if self._size < self.ceiling:
             self._size = min(float(self.ceiling), self._size + 1.0 / self._size)
             self._wake()
 
+    def succeeding(self, window: float) -> bool:
+        """Whether a request succeeded within the last `window` seconds."""
+        last = self.last_success
+        return last is not None and time.monotonic() - last < window
+
     def backoff(self, epoch: int) -> bool:
-        """A 429 to a request sent at `epoch`: halve the limit once per round; True if lowered."""
+        """A 429 to a request sent at `epoch`: cut the limit once per round; True if lowered."""
         if epoch != self.epoch:
             return False
-        self._size = max(1.0, self._size / 2)
+        self._size = max(1.0, self._size * DECREASE)
         self.epoch += 1
         self.lowered += 1
         self.lowest = min(self.lowest, self.current)
