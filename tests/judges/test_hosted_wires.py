@@ -168,3 +168,14 @@ async def test_litellm_failures_abstain_with_the_engine_words(server, make_panel
     )
     finding = await one_finding(make_panel([spec], use_cache=False, max_retries=0))
     assert finding.details["abstained"]["harmbench:openai/judge-model"] == "HTTP 401"
+
+
+def test_an_azure_deployment_is_part_of_the_fingerprint(make_panel, monkeypatch):
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "k")
+
+    def fingerprint(deployment):
+        spec = judge("https://r.openai.azure.com", "gpt-4o", type="AZURE_OPENAI")
+        spec["connection"]["deployment"] = deployment
+        return make_panel([spec]).judges[0].fingerprint
+
+    assert fingerprint("judge-a") != fingerprint("judge-b")

@@ -23,7 +23,7 @@ def fingerprint_fields(
     spec: JudgeSpec, scoring: ScoringType, *, scoring_name: str, system_prompt: str | None
 ) -> dict[str, Any]:
     """Everything that decides a verdict, and nothing that does not (the URL, the timeout)."""
-    return {
+    fields = {
         "model": spec.name,
         "connection": spec.connection.type.value,
         "scoring": scoring_name,
@@ -34,6 +34,10 @@ def fingerprint_fields(
         "generation": spec.generation.model_dump(exclude_none=True),
         "options": spec.options,
     }
+    if spec.connection.deployment:
+        # An Azure deployment decides the model, whatever the judge's name says.
+        fields["deployment"] = spec.connection.deployment
+    return fields
 
 
 @dataclass(frozen=True, slots=True)
