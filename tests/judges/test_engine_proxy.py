@@ -19,6 +19,10 @@ from redjury.judges.proxies import bypassed, proxy_for
 
 @pytest.fixture
 def forward_proxy(tmp_path: Path) -> Iterator[str]:
+    yield from start_proxy(tmp_path)
+
+
+def start_proxy(tmp_path: Path) -> Iterator[str]:
     """proxy.py on 127.0.0.1, a free port; yields its URL."""
     port_file = tmp_path / "proxy.port"
     proc = subprocess.Popen(
@@ -109,3 +113,33 @@ def test_proxy_choice_follows_the_scheme(monkeypatch):
 )
 def test_no_proxy_entries(host, port, no_proxy, expected):
     assert bypassed(host, port, no_proxy) is expected
+
+
+@pytest.mark.slow
+async def test_https_proxy_tunnels_https_judges(tmp_path, make_panel, monkeypatch):
+    import ssl
+
+    import trustme
+    from fault_server import FaultServer
+
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    for name in ("NO_PROXY", "no_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = start_proxy(tmp_path)
+    monkeypatch.setenv("HTTPS_PROXY", next(proxy))
+    try:
+        with FaultServer(always(Reply("yes")), tls=context) as server:
+            spec = judge(server.openai_url, connection={"ca_bundle": str(ca_file)})
+            panel = make_panel([spec], use_cache=False)
+            [finding] = await panel.adetect(Attempt(id="x", goal="g", outputs=["o"]))
+            await panel.aclose()
+            assert finding.details["votes"] == {"harmbench:judge-a": 10.0}
+    finally:
+        proxy.close()
+    # proxy.py logs a tunnel when it closes: the CONNECT to the judge server went through it.
+    log = (tmp_path / "proxy.log").read_text()
+    assert f"CONNECT 127.0.0.1:{server.port}" in log
