@@ -121,7 +121,7 @@ class JudgeServer:
             return _response(200, b"{}")
         if path.endswith("/models"):
             # The names the benchmark's judges use, so redjury's preflight finds them listed.
-            names = ["judge", "judge-0", "judge-1", "judge-2"]
+            names = ["judge", "judge-a", "judge-b", "judge-c"]
             data = [{"id": n, "object": "model"} for n in names]
             return _response(200, json.dumps({"object": "list", "data": data}).encode())
         return _response(404, b'{"error":"not found"}')
