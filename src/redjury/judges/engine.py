@@ -19,6 +19,7 @@ from multidict import CIMultiDictProxy
 from redjury.judges.limits import AdaptiveLimit
 from redjury.judges.proxies import proxy_for
 
+IDLE_KEEPALIVE_S = 4.0
 # A server asking for a longer pause than this is treated as down: the judge abstains.
 MAX_RETRY_AFTER_S = 300.0
 # Waits between retries of a 429 that the lowered concurrency, not the retry budget, absorbs,
@@ -199,7 +200,11 @@ class JudgeEngine:
         # A session of an earlier loop cannot be used from this one; it is dropped, not closed.
         self._loop = asyncio.get_running_loop()
         self._global = asyncio.Semaphore(self.max_concurrency)
-        connector = aiohttp.TCPConnector(limit=self.max_concurrency, limit_per_host=0)
+        # Servers close idle keep-alive connections after a while (uvicorn: 5 s); reusing one
+        # they already closed costs a failed request, so idle ones are dropped sooner.
+        connector = aiohttp.TCPConnector(
+            limit=self.max_concurrency, limit_per_host=0, keepalive_timeout=IDLE_KEEPALIVE_S
+        )
         # Proxies are resolved per endpoint (see proxies.py), so the session reads no env.
         self._session = aiohttp.ClientSession(
             connector=connector, trust_env=False, auto_decompress=True
