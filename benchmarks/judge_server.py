@@ -5,7 +5,7 @@ once. Listens on 127.0.0.1 only; prints its port, then serves until stdin closes
     GET  /stats   {"requests", "max_in_flight", "cpu_s"} since the last reset
     POST /reset   zero the counters
     POST .../chat/completions   "Yes" or "No" (a hash of the body decides), after --delay s
-    GET  .../models             one model
+    GET  .../models             the benchmark's judge names
 """
 
 from __future__ import annotations
@@ -120,7 +120,10 @@ class JudgeServer:
             c.reset()
             return _response(200, b"{}")
         if path.endswith("/models"):
-            return _response(200, b'{"object":"list","data":[{"id":"judge","object":"model"}]}')
+            # The names the benchmark's judges use, so redjury's preflight finds them listed.
+            names = ["judge", "judge-a", "judge-b", "judge-c"]
+            data = [{"id": n, "object": "model"} for n in names]
+            return _response(200, json.dumps({"object": "list", "data": data}).encode())
         return _response(404, b'{"error":"not found"}')
 
 

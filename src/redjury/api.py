@@ -196,18 +196,21 @@ async def aevaluate(
     colour: bool | None = None,
     progress: bool | None = None,
     config_path: str | None = None,
+    preflight: bool = True,
 ) -> Results:
     """Judge attempts inside a running event loop (the judges share that loop).
 
     `attempts`: Attempt objects, dicts in redjury's JSONL shape, or paths of files in any
     format `redjury run` reads. `config`: a RunConfig, a dict or a YAML path. Files are
     written only when `out` is given; the terminal lines go to `stream` when given, and are
-    always in `Results.summary()`. Raises `InputError` for bad input (unless
-    `skip_bad_lines`), `ConfigError` for a bad config, `RunError` when the run cannot go on.
+    always in `Results.summary()`. `preflight=False` skips asking each judge endpoint once
+    before judging. Raises `InputError` for bad input (unless `skip_bad_lines`),
+    `ConfigError` for a bad config, `RunError` when the run cannot go on (a judge that fails
+    its preflight included).
     """
     options, capture = _options(
         attempts, config, out, skip_bad_lines, use_cache, cache_path, offline, stream,
-        verbose, colour, progress, config_path,
+        verbose, colour, progress, config_path, preflight,
     )  # fmt: skip
     from redjury.pipeline import Run
 
@@ -229,6 +232,7 @@ def evaluate(
     colour: bool | None = None,
     progress: bool | None = None,
     config_path: str | None = None,
+    preflight: bool = True,
 ) -> Results:
     """Judge attempts with the configured detectors and judges; see `aevaluate`.
 
@@ -237,7 +241,7 @@ def evaluate(
     """
     options, capture = _options(
         attempts, config, out, skip_bad_lines, use_cache, cache_path, offline, stream,
-        verbose, colour, progress, config_path,
+        verbose, colour, progress, config_path, preflight,
     )  # fmt: skip
     from redjury.pipeline import Run
 
@@ -281,6 +285,7 @@ def _options(
     colour: bool | None,
     progress: bool | None,
     config_path: str | None,
+    preflight: bool,
 ) -> tuple[RunOptions, _Tee]:
     paths, source = _paths_or_source(attempts)
     capture = _Tee(stream)
@@ -300,6 +305,7 @@ def _options(
         config_path=config_path,
         offline=offline,
         source=source,
+        preflight=preflight,
     )
     return options, capture
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -42,6 +43,19 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
 
 
 ERROR_PREFIX = "redjury: error: "
+
+
+def _plain_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as one plain line for the user, not Python's source path and code line."""
+    text = " ".join(str(message).split())
+    print(f"redjury: warning: {text}", file=file or sys.stderr)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -151,6 +165,13 @@ def run(
     offline: Annotated[
         bool, typer.Option("--offline", help="Never download audit data; use the cache.")
     ] = False,
+    no_preflight: Annotated[
+        bool,
+        typer.Option(
+            "--no-preflight",
+            help="Do not ask each judge server once before judging (model listing, credentials).",
+        ),
+    ] = False,
     ci_method: Annotated[
         str | None,
         typer.Option(
@@ -256,6 +277,7 @@ def run(
             skip_bad_lines=skip_bad_lines,
             use_cache=not no_cache,
             offline=offline,
+            preflight=not no_preflight,
             stream=sys.stdout,
             verbose=verbose,
             colour=colour,
@@ -475,6 +497,7 @@ def _echo(message: str) -> None:
 
 
 def main() -> None:
+    warnings.showwarning = _plain_warning
     try:
         code = app(standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:

@@ -94,6 +94,8 @@ class RunOptions:
     offline: bool = False
     # Attempts given from Python instead of files (`inputs` is then ignored).
     source: AttemptSource | None = None
+    # Ask each judge endpoint once before judging (a broken judge stops the run, exit 2).
+    preflight: bool = True
 
 
 @dataclass
@@ -456,6 +458,17 @@ class Run:
     def _input_names(self) -> str:
         return ", ".join(str(p) for p in self.inputs.paths) or "the attempts"
 
+    async def preflight(self, detectors: list[Detector]) -> None:
+        """Ask each judge endpoint once: a judge that cannot work stops the run (exit 2)."""
+        if not self.options.preflight:
+            return
+        from redjury.judges.preflight import PreflightError, run_preflight
+
+        try:
+            await run_preflight(detectors)
+        except PreflightError as exc:
+            raise RunError(str(exc)) from None
+
     def header(self, fingerprint: str, seed: int, detectors: list[Detector]) -> dict[str, Any]:
         markers, always = run_redactors(detectors)
         return always.apply(
@@ -583,13 +596,15 @@ class Run:
             if row["entry_type"] == "eval":
                 eval_rows.append(row)
                 tallies.digest.add_eval(row)
-        report.write(tallies.digest.row())
+        digest_row = tallies.digest.row()
+        report.write(digest_row)
         report.write(self._completion(header, detectors))
         self.output.close()
         hits_limit = 20 if self.options.verbose else 0
         for row in eval_rows:
             first = tallies.tally.tallies[(row["probe"], row["detector"])].first_hits
             self._print(self.printer.eval_row, row, first[:hits_limit] if hits_limit else ())
+        self._print(self.printer.judge_abstentions, digest_row.get("judge_panel"))
         return eval_rows
 
     def _completion(self, header: dict[str, Any], detectors: list[Detector]) -> dict[str, Any]:
@@ -648,6 +663,7 @@ class Run:
     async def _execute_async(self, detectors: list[Detector]) -> RunResult:
         try:
             self.check_first()
+            await self.preflight(detectors)
             scorer = AttemptScorer(
                 detectors, *run_redactors(detectors), self.config.reporting.redact
             )

@@ -117,9 +117,12 @@ def test_hosted_openai_without_any_key_is_a_config_error(monkeypatch):
         provider_for(JudgeSpec.model_validate({"name": "gpt-4o-mini"}))
 
 
-def test_litellm_is_refused_with_a_clear_message():
-    with pytest.raises(ValueError, match="LITELLM is not supported"):
-        provider_for(JudgeSpec.model_validate({"name": "m", "connection": {"type": "litellm"}}))
+def test_litellm_in_completions_mode_is_refused_with_a_clear_message():
+    from redjury.judges.completions import completions_provider_for
+
+    spec = JudgeSpec.model_validate({"name": "m", "connection": {"type": "litellm"}})
+    with pytest.raises(ValueError, match="completions mode, connection type LITELLM"):
+        completions_provider_for(spec)
 
 
 def test_unknown_scoring_type_names_the_known_ones(make_panel):

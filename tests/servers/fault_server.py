@@ -1,4 +1,5 @@
-"""A scripted judge server for tests: real HTTP on 127.0.0.1, OpenAI chat and Ollama /api/chat.
+"""A scripted judge server for tests: real HTTP(S) on 127.0.0.1 speaking OpenAI chat, Ollama
+/api/chat, Azure OpenAI's deployment paths and Anthropic's /v1/messages.
 
 Each POST is answered by the script (a fixed verdict, a delay, 500, 429 + Retry-After, garbage,
 truncated JSON, a connection reset); the server counts requests and requests in flight.
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -77,6 +79,7 @@ class Request:
     body: bytes
     n: int  # index among POSTs, from 0
     at: float  # time.monotonic() when it was read
+    conn: int = 0  # which connection carried it, from 1
 
     @property
     def json(self) -> Any:
@@ -129,6 +132,25 @@ def per_model_sequence(
             counts[model] = k + 1
         seq = mapping.get(model, ())
         return seq[k] if k < len(seq) else then
+
+    return script
+
+
+def rate_limited(per_second: float, then: Action = Reply("no")) -> Script:
+    """Answer `then` to at most `per_second` POSTs a second (a token bucket holding one
+    second's worth), 429 without Retry-After to the rest, as a hosted API's limit does."""
+    state = {"tokens": per_second, "at": time.monotonic()}
+    lock = threading.Lock()
+
+    def script(req: Request) -> Action:
+        with lock:
+            now = time.monotonic()
+            state["tokens"] = min(per_second, state["tokens"] + (now - state["at"]) * per_second)
+            state["at"] = now
+            if state["tokens"] < 1:
+                return Status(429)
+            state["tokens"] -= 1
+        return then
 
     return script
 
@@ -193,9 +215,41 @@ def ollama_body(reply: Reply, model: str | None) -> bytes:
     return json.dumps(data).encode()
 
 
+def anthropic_body(reply: Reply, model: str | None) -> bytes:
+    return json.dumps(
+        {
+            "id": "msg_fault",
+            "type": "message",
+            "role": "assistant",
+            "model": model or "fault",
+            "content": [{"type": "text", "text": reply.text}],
+            "stop_reason": "end_turn",
+            "usage": {
+                "input_tokens": reply.prompt_tokens,
+                "output_tokens": reply.completion_tokens,
+            },
+        }
+    ).encode()
+
+
+def wire_for(path: str) -> Callable[[Reply, str | None], bytes] | None:
+    """The answer format of a POST path, or None for a path no judge server has."""
+    if path == "/api/chat":
+        return ollama_body
+    if path in ("/v1/chat/completions", "/chat/completions"):
+        return openai_body
+    if path in ("/v1/messages", "/messages"):
+        return anthropic_body
+    if path.startswith("/openai/deployments/") and path.endswith("/chat/completions"):
+        return openai_body
+    return None
+
+
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
     429: "Too Many Requests",
     500: "Internal Server Error",
@@ -224,6 +278,15 @@ class FaultServer:
     in_flight: int = 0
     max_in_flight: int = 0
     resets: int = 0
+    # Serve HTTPS with this context; None serves plain HTTP.
+    tls: ssl.SSLContext | None = None
+    # The model listing (GET …/models, /api/tags); None lists nothing (any model is served).
+    models: list[str] | None = None
+    # A status for every request (GETs too), e.g. 401 for a server that wants another key.
+    refuse: int | None = None
+    # False answers the listing paths 404, as servers without a model listing do.
+    listing: bool = True
+    connections: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -237,7 +300,7 @@ class FaultServer:
     # -- control ---------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def openai_url(self) -> str:
@@ -299,7 +362,7 @@ class FaultServer:
 
     async def _serve(self) -> None:
         self._server = await asyncio.start_server(
-            self._handle, "127.0.0.1", self.port, backlog=1024
+            self._handle, "127.0.0.1", self.port, backlog=1024, ssl=self.tls
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
@@ -313,6 +376,9 @@ class FaultServer:
     # -- one connection ----------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        with self._lock:
+            self.connections += 1
+            conn = self.connections
         try:
             while True:
                 try:
@@ -328,7 +394,7 @@ class FaultServer:
                         headers[k.strip().lower()] = v.strip()
                 length = int(headers.get("content-length", "0"))
                 body = await reader.readexactly(length) if length else b""
-                if not await self._answer(method, path, headers, body, writer):
+                if not await self._answer(method, path, headers, body, writer, conn):
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
             return
@@ -348,16 +414,35 @@ class FaultServer:
         headers: dict[str, str],
         body: bytes,
         writer: asyncio.StreamWriter,
+        conn: int = 0,
     ) -> bool:
         """Write one response; False when the connection is gone."""
         path = path.split("?", 1)[0]
+        if self.refuse is not None:
+            with self._lock:
+                self.requests.append(
+                    Request(method, path, headers, body, -1, time.monotonic(), conn)
+                )
+            writer.write(_response(self.refuse, b'{"error": {"message": "refused"}}'))
+            await writer.drain()
+            return True
         if method == "GET":
             with self._lock:
-                self.requests.append(Request(method, path, headers, body, -1, time.monotonic()))
+                self.requests.append(
+                    Request(method, path, headers, body, -1, time.monotonic(), conn)
+                )
+            names = self.models or []
+            if not self.listing:
+                writer.write(_response(404, b'{"error": "not found"}'))
+                await writer.drain()
+                return True
             if path.endswith("/models"):
-                data = {"object": "list", "data": [{"id": "fault", "object": "model"}]}
+                data: dict[str, Any] = {
+                    "object": "list",
+                    "data": [{"id": n, "object": "model"} for n in names],
+                }
             elif path == "/api/tags":
-                data = {"models": [{"name": "fault", "model": "fault"}]}
+                data = {"models": [{"name": n, "model": n} for n in names]}
             else:
                 writer.write(_response(404, b'{"error": "not found"}'))
                 return True
@@ -365,13 +450,14 @@ class FaultServer:
             await writer.drain()
             return True
         with self._lock:
-            req = Request(method, path, headers, body, self._posts, time.monotonic())
+            req = Request(method, path, headers, body, self._posts, time.monotonic(), conn)
             self._posts += 1
             self.requests.append(req)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            if path not in ("/v1/chat/completions", "/chat/completions", "/api/chat"):
+            wire = wire_for(path)
+            if wire is None:
                 writer.write(_response(404, b'{"error": "no such path"}'))
                 await writer.drain()
                 return True
@@ -395,9 +481,7 @@ class FaultServer:
             elif isinstance(action, RawBody):
                 writer.write(_response(200, action.body))
             else:
-                model = req.model
-                wire = ollama_body if path == "/api/chat" else openai_body
-                writer.write(_response(200, wire(action, model)))
+                writer.write(_response(200, wire(action, req.model)))
             await writer.drain()
             return True
         finally:

@@ -3,6 +3,8 @@ checksummed, cached) and the user's own CSV/JSONL files; seeded stratified sampl
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import csv
 import hashlib
 import io
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 from platformdirs import user_cache_dir
 
 from redjury.judges.config import DEFAULT_HARMBENCH_REVISION, CalibrationSpec
@@ -141,30 +143,47 @@ def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:
-            received = 0
-            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
-                if response.status_code != 200:
-                    raise DatasetError(f"{url}: HTTP {response.status_code}")
-                expected_len = response.headers.get("content-length")
-                for chunk in response.iter_raw():
-                    fh.write(chunk)
-                    received += len(chunk)
-            # httpx notices most short bodies itself; this covers servers that close early
-            # without one (and makes the rule explicit: a partial file is never kept).
-            if expected_len is not None and received != int(expected_len):
-                raise DatasetError(
-                    f"{url}: truncated download ({received} of {expected_len} bytes)"
-                )
+            _run_async(_stream_into(url, fh, timeout))
             fh.flush()
             os.fsync(fh.fileno())
         _check_sha_as(tmp, dest.name, revision, "downloaded")
         os.replace(tmp, dest)
-    except httpx.RemoteProtocolError as exc:
+    except aiohttp.ClientPayloadError as exc:
         raise DatasetError(f"{url}: truncated download, nothing kept: {exc}") from exc
-    except httpx.HTTPError as exc:
+    except (aiohttp.ClientError, TimeoutError) as exc:
         raise DatasetError(f"{url}: download failed: {type(exc).__name__}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+async def _stream_into(url: str, fh: Any, timeout: float) -> None:
+    # trust_env: the download honours HTTPS_PROXY / NO_PROXY and SSL_CERT_FILE like the judges.
+    client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+    async with (
+        aiohttp.ClientSession(timeout=client_timeout, trust_env=True) as session,
+        session.get(url, auto_decompress=False) as response,
+    ):
+        if response.status != 200:
+            raise DatasetError(f"{url}: HTTP {response.status}")
+        expected_len = response.headers.get("content-length")
+        received = 0
+        async for chunk in response.content.iter_chunked(1 << 16):
+            fh.write(chunk)
+            received += len(chunk)
+    # aiohttp notices most short bodies itself; this covers servers that close early
+    # without one (and makes the rule explicit: a partial file is never kept).
+    if expected_len is not None and received != int(expected_len):
+        raise DatasetError(f"{url}: truncated download ({received} of {expected_len} bytes)")
+
+
+def _run_async(coro: Any) -> Any:
+    """Run a coroutine to the end from sync code, also when called inside a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _missing_help(missing: Sequence[tuple[str, Path]], cause: str) -> str:

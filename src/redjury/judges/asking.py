@@ -24,7 +24,7 @@ def fingerprint_fields(
     spec: JudgeSpec, scoring: ScoringType, *, scoring_name: str, system_prompt: str | None
 ) -> dict[str, Any]:
     """Everything that decides a verdict, and nothing that does not (the URL, the timeout)."""
-    return {
+    fields = {
         "model": spec.name,
         "connection": spec.connection.type.value,
         "scoring": scoring_name,
@@ -35,6 +35,10 @@ def fingerprint_fields(
         "generation": spec.generation.model_dump(exclude_none=True),
         "options": spec.options,
     }
+    if spec.connection.deployment:
+        # An Azure deployment decides the model, whatever the judge's name says.
+        fields["deployment"] = spec.connection.deployment
+    return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +107,11 @@ class AskingJudge:
         self.engine = engine
         self.logprobs = logprobs
         self.route: Route = engine.route(
-            provider.base_url, provider.path, provider.headers, spec.connection.timeout
+            provider.base_url,
+            provider.path,
+            provider.headers,
+            spec.connection.timeout,
+            ca_bundle=spec.connection.ca_bundle,
         )
         self.fingerprint_fields = fields
         self.fingerprint = digest(fields)
@@ -180,7 +188,7 @@ class AskingJudge:
 
     async def request(self, body: bytes) -> Answer:
         self.requests += 1
-        content = await self.engine.post(self.route, body)
+        content = await self.provider.send(self.engine, self.route, body)
         try:
             return self.provider.read(content)
         except MalformedResponse as exc:

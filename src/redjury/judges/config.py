@@ -26,6 +26,8 @@ class _Strict(BaseModel):
 class ConnectionType(enum.StrEnum):
     OPENAI = "OPENAI"
     OLLAMA = "OLLAMA"
+    AZURE_OPENAI = "AZURE_OPENAI"
+    ANTHROPIC = "ANTHROPIC"
     LITELLM = "LITELLM"
 
     @classmethod
@@ -43,7 +45,7 @@ class ConnectionSpec(_Strict):
     )
     type: ConnectionType = Field(
         ConnectionType.OPENAI,
-        description="Wire protocol: `OPENAI` (any OpenAI-compatible server) or `OLLAMA` (native /api/chat).",
+        description="Wire protocol: `OPENAI` (any OpenAI-compatible server), `OLLAMA` (native /api/chat), `AZURE_OPENAI`, `ANTHROPIC` (Messages API) or `LITELLM` (extra `redjury[litellm]`: Bedrock, Vertex, …).",
     )
     base_url: str | None = Field(
         None,
@@ -60,6 +62,17 @@ class ConnectionSpec(_Strict):
     )
     timeout: float = Field(
         120.0, gt=0, le=MAX_TIMEOUT_S, description="Seconds to wait for one judge answer."
+    )
+    ca_bundle: str | None = Field(
+        None,
+        description="PEM file of the CAs to trust for this server (default: system CAs or $SSL_CERT_FILE).",
+    )
+    api_version: str | None = Field(
+        None,
+        description="AZURE_OPENAI `api-version` (default 2024-10-21); ANTHROPIC `anthropic-version` (default 2023-06-01).",
+    )
+    deployment: str | None = Field(
+        None, description="AZURE_OPENAI deployment name (default: the judge's `name`)."
     )
 
     _no_credentials = field_validator("base_url")(check_no_credentials)

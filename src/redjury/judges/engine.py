@@ -1,21 +1,41 @@
-"""The one async HTTP layer for judges: pooled connections, in-flight limits, timeouts, retries."""
+"""The one async HTTP layer for judges (aiohttp): one pooled session, in-flight limits that
+adapt to rate limits, timeouts, retries, TLS per connection and proxies from the environment."""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
 import random
+import ssl
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-from redjury.judges.http11 import ConnectionPool, Response, TransportError
+import aiohttp
+from multidict import CIMultiDictProxy
 
+from redjury.judges.limits import AdaptiveLimit
+from redjury.judges.proxies import proxy_for
+
+IDLE_KEEPALIVE_S = 4.0
 # A server asking for a longer pause than this is treated as down: the judge abstains.
 MAX_RETRY_AFTER_S = 300.0
+# Waits between retries of a 429 that the lowered concurrency, not the retry budget, absorbs,
+# and how many of those one request may take before they count as retries after all.
+RATE_LIMIT_MAX_DELAY_S = 8.0
+MAX_RATE_LIMITED_RETRIES = 50
+# "Other requests succeed": one did within this many seconds.
+RATE_LIMIT_WINDOW_S = 10.0
 
 
 class JudgeCallError(Exception):
     """A judge request failed for good (after any retries); the judge abstains with this reason."""
+
+
+class TLSVerifyError(JudgeCallError):
+    """The server's certificate did not verify: a setup error, never worth a retry."""
 
 
 @dataclass(slots=True)
@@ -25,29 +45,59 @@ class EngineStats:
     failures: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    # Times an endpoint's concurrency was cut after a 429.
+    rate_limited: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
 
 
 @dataclass(eq=False)
 class Endpoint:
-    """One server (base URL): one keep-alive connection pool and one in-flight limit."""
+    """One server (base URL): its in-flight limit, TLS context and proxy."""
 
     base_url: str
-    limit: int
-    pool: ConnectionPool = field(init=False)
-    semaphore: asyncio.Semaphore | None = None
+    ceiling: int
+    ca_bundle: str | None = None
+    limit: AdaptiveLimit = field(init=False)
+    ssl: ssl.SSLContext | None = None
+    proxy: str | None = None
 
     def __post_init__(self) -> None:
-        self.pool = ConnectionPool(self.base_url)
+        self.limit = AdaptiveLimit(self.ceiling)
+
+    def bind(self) -> None:
+        """Read SSL_CERT_FILE and the proxy variables now, so a run sees its own environment."""
+        self.limit = AdaptiveLimit(self.ceiling)
+        self.ssl = tls_context(self.ca_bundle) if self.base_url.startswith("https:") else None
+        self.proxy = proxy_for(self.base_url)
+
+
+def tls_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """System CAs (or $SSL_CERT_FILE), or only the CAs in `ca_bundle`."""
+    return ssl.create_default_context(cafile=ca_bundle)
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """What one judge needs to send a request: its endpoint, pre-rendered head and timeout."""
+    """What one judge needs to send a request: its endpoint, URL, headers and timeout."""
 
     endpoint: Endpoint
     url: str
-    head: bytes
+    headers: dict[str, str]
     timeout: float
+    method: str = "POST"
+    client_timeout: aiohttp.ClientTimeout = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "client_timeout", aiohttp.ClientTimeout(total=self.timeout))
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -65,12 +115,37 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+class UnreachableError(JudgeCallError):
+    """No connection to the server (or its proxy) could be made."""
+
+
+class _Retry(Exception):
+    """One attempt failed in a way worth another; `counts` says whether it spends a retry."""
+
+    def __init__(
+        self,
+        reason: str,
+        wait: float | None = None,
+        counts: bool = True,
+        *,
+        unreachable: bool = False,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.wait = wait
+        self.counts = counts
+        self.unreachable = unreachable
+
+
 class JudgeEngine:
     """Sends judge requests with a global and a per-endpoint limit on requests in flight.
 
     Retries connection errors, 429 and 5xx with exponential backoff and jitter, waiting at
-    least `Retry-After`; other 4xx, timeouts and malformed bodies fail at once. Clients and
-    semaphores bind to the running event loop and are rebuilt if a later run uses another.
+    least `Retry-After`; other 4xx, timeouts, certificate failures and malformed bodies fail
+    at once. An endpoint that answers 429 gets its concurrency cut, then raised by one per
+    round of successes; a 429 spends no retry while other requests to it succeed (one did in
+    the last RATE_LIMIT_WINDOW_S; at most MAX_RATE_LIMITED_RETRIES such retries per request).
+    The session and limits bind to the running event loop and are rebuilt for another.
     """
 
     def __init__(
@@ -88,8 +163,9 @@ class JudgeEngine:
         self.retry_base_delay = retry_base_delay
         self.retry_max_delay = retry_max_delay
         self.stats = EngineStats()
-        self._endpoints: dict[str, Endpoint] = {}
+        self._endpoints: dict[tuple[str, str | None], Endpoint] = {}
         self._global: asyncio.Semaphore | None = None
+        self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def route(
@@ -99,82 +175,204 @@ class JudgeEngine:
         headers: dict[str, str],
         timeout: float,
         method: str = "POST",
+        *,
+        ca_bundle: str | None = None,
     ) -> Route:
-        endpoint = self._endpoints.get(base_url)
+        if not base_url.startswith(("http://", "https://", "litellm:")):
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        base_url, headers = _credentials_to_header(base_url, headers)
+        key = (base_url, ca_bundle)
+        endpoint = self._endpoints.get(key)
         if endpoint is None:
-            endpoint = Endpoint(base_url, self.per_endpoint_concurrency)
-            self._endpoints[base_url] = endpoint
-        head = endpoint.pool.head(method, path, headers)
-        return Route(endpoint, base_url + path, head, timeout)
+            endpoint = Endpoint(base_url, self.per_endpoint_concurrency, ca_bundle)
+            self._endpoints[key] = endpoint
+            if self._loop is not None:
+                endpoint.bind()
+        return Route(endpoint, base_url + path, dict(headers), timeout, method)
+
+    def endpoint_limits(self) -> dict[str, tuple[int, int]]:
+        """Base URL → (current concurrency, times it was lowered)."""
+        return {
+            ep.base_url: (ep.limit.current, ep.limit.lowered) for ep in self._endpoints.values()
+        }
 
     def _bind(self) -> None:
+        # A session of an earlier loop cannot be used from this one; it is dropped, not closed.
         self._loop = asyncio.get_running_loop()
         self._global = asyncio.Semaphore(self.max_concurrency)
+        # Servers close idle keep-alive connections after a while (uvicorn: 5 s); reusing one
+        # they already closed costs a failed request, so idle ones are dropped sooner.
+        connector = aiohttp.TCPConnector(
+            limit=self.max_concurrency, limit_per_host=0, keepalive_timeout=IDLE_KEEPALIVE_S
+        )
+        # Proxies are resolved per endpoint (see proxies.py), so the session reads no env.
+        self._session = aiohttp.ClientSession(
+            connector=connector, trust_env=False, auto_decompress=True
+        )
         for ep in self._endpoints.values():
-            ep.semaphore = asyncio.Semaphore(ep.limit)
-            # Connections of an earlier loop cannot be used from this one.
-            ep.pool = ConnectionPool(ep.base_url)
+            ep.bind()
 
-    async def post(self, route: Route, body: bytes) -> bytes:
-        """POST a judge request; the 2xx body, or JudgeCallError with the reason."""
-        if self._loop is not asyncio.get_running_loop():
+    def _ready(self) -> aiohttp.ClientSession:
+        if self._loop is not asyncio.get_running_loop() or self._session is None:
             self._bind()
-        endpoint = route.endpoint
-        pool = endpoint.pool
-        assert endpoint.semaphore is not None and self._global is not None
+        assert self._session is not None
+        return self._session
+
+    async def _send(self, session: aiohttp.ClientSession, route: Route, body: bytes) -> Response:
+        ep = route.endpoint
+        async with session.request(
+            route.method,
+            route.url,
+            data=body if body else None,
+            headers=route.headers,
+            timeout=route.client_timeout,
+            ssl=ep.ssl if ep.ssl is not None else True,
+            proxy=ep.proxy,
+        ) as resp:
+            return Response(resp.status, resp.headers, await resp.read())
+
+    async def fetch(self, route: Route, body: bytes = b"") -> Response:
+        """One request, no limits and no retries; transport failures as JudgeCallError
+        (UnreachableError when no connection was made, TLSVerifyError for certificates)."""
+        session = self._ready()
+        try:
+            return await self._send(session, route, body)
+        except Exception as exc:
+            error = _call_error(exc, route)
+            if isinstance(error, _Retry):
+                kind = UnreachableError if error.unreachable else JudgeCallError
+                raise kind(error.reason) from exc
+            raise error from exc
+
+    @asynccontextmanager
+    async def slot(self, route: Route) -> AsyncIterator[int]:
+        """Hold one of the endpoint's and one of the global in-flight slots; yields the
+        endpoint limit's epoch (for `AdaptiveLimit.backoff`)."""
+        self._ready()
+        assert self._global is not None
         stats = self.stats
-        retries = 0
-        while True:
-            # Endpoint first, then global: a request waiting for a busy server must not hold
-            # a global slot that a request to an idle server could use.
-            async with endpoint.semaphore, self._global:
+        limit = route.endpoint.limit
+        # Endpoint first, then global: a request waiting for a busy server must not hold
+        # a global slot that a request to an idle server could use.
+        epoch = await limit.acquire()
+        try:
+            async with self._global:
                 stats.requests += 1
                 stats.in_flight += 1
                 if stats.in_flight > stats.max_in_flight:
                     stats.max_in_flight = stats.in_flight
-                response: Response | None = None
                 try:
-                    response = await pool.request(route.head, body, route.timeout)
-                except TimeoutError as exc:
-                    stats.failures += 1
-                    raise JudgeCallError(f"timeout after {route.timeout:g}s") from exc
-                except TransportError as exc:
-                    reason = str(exc)
+                    yield epoch
                 finally:
                     stats.in_flight -= 1
-            wait = None
-            if response is not None:
-                status = response.status
-                if status < 300:
-                    return response.body
-                if status != 429 and status < 500:
-                    stats.failures += 1
-                    raise JudgeCallError(f"HTTP {status}")
-                reason = f"HTTP {status}"
-                wait = retry_after_seconds(response.header("retry-after"))
-            if wait is not None and wait > MAX_RETRY_AFTER_S:
-                stats.failures += 1
-                raise JudgeCallError(f"{reason} with Retry-After {wait:.0f}s")
-            if retries >= self.max_retries:
-                stats.failures += 1
-                suffix = f" after {retries} retries" if retries else ""
-                raise JudgeCallError(reason + suffix)
-            backoff = min(self.retry_max_delay, self.retry_base_delay * 2**retries)
-            delay = backoff * random.uniform(0.5, 1.0)
-            if wait is not None:
-                # Honour the server's wait; the jitter spreads the herd it sent away at once.
-                delay = max(wait + random.uniform(0.0, self.retry_base_delay), delay)
-            retries += 1
-            stats.retries += 1
-            await asyncio.sleep(delay)
+        finally:
+            limit.release()
+
+    async def post(self, route: Route, body: bytes) -> bytes:
+        """POST a judge request; the 2xx body, or JudgeCallError with the reason."""
+        session = self._ready()
+        retries = rate_limited = 0
+        while True:
+            try:
+                return await self._attempt(session, route, body)
+            except _Retry as retry:
+                if retry.wait is not None and retry.wait > MAX_RETRY_AFTER_S:
+                    self.stats.failures += 1
+                    raise JudgeCallError(
+                        f"{retry.reason} with Retry-After {retry.wait:.0f}s"
+                    ) from None
+                if not retry.counts and rate_limited >= MAX_RATE_LIMITED_RETRIES:
+                    retry.counts = True
+                if retry.counts and retries >= self.max_retries:
+                    self.stats.failures += 1
+                    suffix = f" after {retries} retries" if retries else ""
+                    raise JudgeCallError(retry.reason + suffix) from None
+                if retry.counts:
+                    retries += 1
+                    delay = self._backoff(retries - 1, self.retry_max_delay)
+                else:
+                    rate_limited += 1
+                    delay = self._backoff(min(rate_limited, 4), RATE_LIMIT_MAX_DELAY_S)
+                if retry.wait is not None:
+                    # Honour the server's wait; the jitter spreads the herd it sent away at once.
+                    delay = max(retry.wait + random.uniform(0.0, self.retry_base_delay), delay)
+                self.stats.retries += 1
+                await asyncio.sleep(delay)
+            except JudgeCallError:
+                self.stats.failures += 1
+                raise
+
+    def _backoff(self, n: int, cap: float) -> float:
+        return min(cap, self.retry_base_delay * 2**n) * random.uniform(0.5, 1.0)
+
+    async def _attempt(self, session: aiohttp.ClientSession, route: Route, body: bytes) -> bytes:
+        limit = route.endpoint.limit
+        async with self.slot(route) as epoch:
+            try:
+                response = await self._send(session, route, body)
+            except Exception as exc:
+                error = _call_error(exc, route)
+                if isinstance(error, _Retry):
+                    raise error from None
+                raise error from exc
+        status = response.status
+        if status < 300:
+            limit.grow()
+            return response.body
+        if status != 429 and status < 500:
+            raise JudgeCallError(f"HTTP {status}")
+        wait = retry_after_seconds(response.header("retry-after"))
+        if status == 429 and limit.backoff(epoch):
+            self.stats.rate_limited += 1
+        # A 429 while other requests get through is the lowered limit's job, not a retry's;
+        # one while nothing succeeds spends a retry, so a server that is down still abstains.
+        counts = status != 429 or not limit.succeeding(RATE_LIMIT_WINDOW_S)
+        raise _Retry(f"HTTP {status}", wait, counts)
 
     async def get(self, route: Route) -> Response:
         """A plain GET (a reachability check of the model list); no retries, no limits."""
-        if self._loop is not asyncio.get_running_loop():
-            self._bind()
-        return await route.endpoint.pool.request(route.head, b"", route.timeout)
+        return await self.fetch(route)
 
     async def aclose(self) -> None:
-        for ep in self._endpoints.values():
-            await ep.pool.aclose()
+        session, self._session = self._session, None
+        if session is not None and self._loop is asyncio.get_running_loop():
+            await session.close()
         self._loop = None
+
+
+def _credentials_to_header(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """`https://user:pw@host` as basic auth, unless the judge already sends an authorization."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, headers
+    netloc = parts.netloc.rpartition("@")[2]
+    bare = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    if any(k.lower() == "authorization" for k in headers):
+        return bare, headers
+    auth = aiohttp.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
+    return bare, {**headers, "authorization": auth.encode()}
+
+
+def _call_error(exc: BaseException, route: Route) -> JudgeCallError | _Retry:
+    """What a failed request means: a certificate failure, a timeout, or a retryable fault."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
+        detail = getattr(exc, "certificate_error", None) or exc
+        return TLSVerifyError(f"TLS failed for {route.url}: {_first_line(detail)}")
+    if isinstance(exc, TimeoutError):
+        return JudgeCallError(f"timeout after {route.timeout:g}s")
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        return _Retry(f"proxy connect failed: {_os_cause(exc)}", unreachable=True)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return _Retry(f"connect failed: {_os_cause(exc)}", unreachable=True)
+    if isinstance(exc, aiohttp.ClientError | OSError | ValueError):
+        return _Retry(f"connection error: {type(exc).__name__}")
+    raise exc
+
+
+def _os_cause(exc: aiohttp.ClientConnectorError) -> str:
+    return type(exc.os_error).__name__ if exc.os_error is not None else type(exc).__name__
+
+
+def _first_line(exc: BaseException | str) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,4 +1,5 @@
-"""Wire formats of the judge servers: OpenAI-compatible chat completions and Ollama's /api/chat.
+"""Wire formats of the judge servers: OpenAI-compatible chat completions, Ollama's /api/chat,
+Azure OpenAI, Anthropic's Messages API, and LiteLLM (an optional extra) for the rest.
 
 A provider turns messages into a request body and a response body into an `Answer`; the
 engine owns the HTTP around it.
@@ -8,12 +9,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
 
 import orjson
 
 from redjury.judges.config import ConnectionType, JudgeSpec
+
+if TYPE_CHECKING:
+    from redjury.judges.engine import JudgeEngine, Route
 
 _loads = orjson.loads
 
@@ -58,11 +62,38 @@ class Provider:
         self.secrets: list[str] = [v for v in spec.connection.headers.values() if v]
         key = self._api_key()
         if key is not None:
-            self.headers["authorization"] = f"Bearer {key}"
+            self.headers.update(self._auth_headers(key))
             if key != PLACEHOLDER_API_KEY:
                 self.secrets.append(key)
         self.path = ""
         self._static: dict[str, Any] = {}
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
+
+    # Preflight: whether the model listing names judge models (Azure's lists no deployments),
+    # and whether there is an HTTP server to ask at all (LiteLLM's own routing has none).
+    listing_names_models: bool = True
+    preflight: bool = True
+
+    def probe_body(self) -> bytes:
+        """A one-token request: the preflight's check where the server has no model listing."""
+        payload = dict(self._static)
+        payload["max_tokens"] = 1
+        payload.pop("logprobs", None)
+        payload.pop("top_logprobs", None)
+        return self._with_probe_prompt(payload)
+
+    def _with_probe_prompt(self, payload: dict[str, Any]) -> bytes:
+        if self.raw_prompt:
+            payload["prompt"] = "Say OK."
+        else:
+            payload["messages"] = [{"role": "user", "content": "Say OK."}]
+        return dumps_json(payload)
+
+    async def send(self, engine: JudgeEngine, route: Route, body: bytes) -> bytes:
+        """Send one request body; the reply body (LiteLLM's provider bypasses the HTTP)."""
+        return await engine.post(route, body)
 
     def _base_url(self) -> str:
         raise NotImplementedError
@@ -207,6 +238,14 @@ class OllamaProvider(Provider):
         url = self.spec.connection.base_url
         return url.rstrip("/") if url else ollama_host()
 
+    def probe_body(self) -> bytes:
+        payload = dict(self._static)
+        payload["options"] = {**payload.get("options", {}), "num_predict": 1}
+        payload.pop("format", None)
+        payload.pop("logprobs", None)
+        payload.pop("top_logprobs", None)
+        return self._with_probe_prompt(payload)
+
     def _text(self, data: Any) -> Any:
         return data["message"]["content"]
 
@@ -220,10 +259,120 @@ class OllamaProvider(Provider):
         return {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
 
 
+AZURE_API_VERSION = "2024-10-21"
+
+
+class AzureOpenAIProvider(OpenAIProvider):
+    """Azure OpenAI: the deployment in the path, `api-version` in the query, an `api-key` header."""
+
+    def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
+        super().__init__(spec, logprobs=logprobs)
+        conn = spec.connection
+        version = quote(conn.api_version or AZURE_API_VERSION, safe="")
+        deployment = quote(conn.deployment or spec.name, safe="")
+        self.path = f"/openai/deployments/{deployment}/chat/completions?api-version={version}"
+        # Azure lists its models, not the deployments: the listing checks reachability and key.
+        self.models_path = f"/openai/models?api-version={version}"
+        # The deployment decides the model; Azure ignores a `model` in the body.
+        self._static.pop("model", None)
+
+    listing_names_models = False
+
+    def _base_url(self) -> str:
+        url = self.spec.connection.base_url
+        if not url:
+            raise ValueError(
+                f"judge {self.spec.name!r}: AZURE_OPENAI needs base_url "
+                "(https://RESOURCE.openai.azure.com)"
+            )
+        url = url.rstrip("/")
+        return url.removesuffix("/openai")
+
+    def _api_key(self) -> str | None:
+        return _key_from(self.spec, "AZURE_OPENAI_API_KEY")
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"api-key": key}
+
+
+ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+ANTHROPIC_VERSION = "2023-06-01"
+# The Messages API requires max_tokens; a verdict never needs more.
+ANTHROPIC_MAX_TOKENS = 1024
+
+
+class AnthropicProvider(Provider):
+    """Anthropic's Messages API: `x-api-key`, `anthropic-version`, a top-level `system`."""
+
+    def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
+        if logprobs:
+            raise ValueError(f"judge {spec.name!r}: ANTHROPIC returns no logprobs")
+        super().__init__(spec, logprobs=logprobs)
+        self.headers["anthropic-version"] = spec.connection.api_version or ANTHROPIC_VERSION
+        self.path = "/messages"
+        gen = _generation(spec)
+        # No seed and no response_format in the Messages API; stop words have another name.
+        gen.pop("seed", None)
+        gen.pop("response_format", None)
+        stop = gen.pop("stop", None)
+        static: dict[str, Any] = {"model": spec.name, **gen}
+        static.setdefault("max_tokens", ANTHROPIC_MAX_TOKENS)
+        if stop:
+            static["stop_sequences"] = stop
+        static.update(spec.options)
+        self._static = static
+
+    def _base_url(self) -> str:
+        url = (self.spec.connection.base_url or ANTHROPIC_DEFAULT_BASE_URL).rstrip("/")
+        if urlsplit(url).path in ("", "/"):
+            url += "/v1"
+        return url
+
+    def _api_key(self) -> str | None:
+        if self.spec.connection.api_key_env is None and self.spec.connection.base_url:
+            return os.environ.get("ANTHROPIC_API_KEY") or None
+        return _key_from(self.spec, "ANTHROPIC_API_KEY")
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-api-key": key}
+
+    def body(self, messages: list[dict[str, str]]) -> bytes:
+        payload = dict(self._static)
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        if system:
+            payload["system"] = system
+        payload["messages"] = [m for m in messages if m["role"] != "system"]
+        return dumps_json(payload)
+
+    def _text(self, data: Any) -> Any:
+        return "".join(b["text"] for b in data["content"] if b.get("type") == "text")
+
+    def _usage(self, data: Any) -> tuple[Any, Any]:
+        usage = data.get("usage") or {}
+        return usage.get("input_tokens"), usage.get("output_tokens")
+
+
+def _key_from(spec: JudgeSpec, default_env: str) -> str:
+    env = spec.connection.api_key_env or default_env
+    key = os.environ.get(env)
+    if not key:
+        raise ValueError(f"judge {spec.name!r}: environment variable {env} is not set")
+    return key
+
+
 PROVIDERS: dict[ConnectionType, type[Provider]] = {
     ConnectionType.OPENAI: OpenAIProvider,
     ConnectionType.OLLAMA: OllamaProvider,
+    ConnectionType.AZURE_OPENAI: AzureOpenAIProvider,
+    ConnectionType.ANTHROPIC: AnthropicProvider,
 }
+
+
+def _register_litellm() -> None:
+    # Imported lazily: litellm is an optional extra and slow to import.
+    from redjury.judges.litellm_provider import LiteLLMProvider
+
+    PROVIDERS[ConnectionType.LITELLM] = LiteLLMProvider
 
 
 def provider_for(
@@ -234,6 +383,8 @@ def provider_for(
     mode: str = "",
 ) -> Provider:
     """The provider class for the judge's connection type, from `table` (chat by default)."""
+    if table is None and spec.connection.type is ConnectionType.LITELLM:
+        _register_litellm()
     classes = PROVIDERS if table is None else table
     cls = classes.get(spec.connection.type)
     if cls is None:

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from redjury.evaluators import Evaluator, load_evaluator
+from redjury.judges.abstentions import CAUSES, abstention_cause
 from redjury.stats import CISettings, confidence_fields
 
 # Eval-row fields copied into the digest beside the counts.
@@ -95,6 +96,7 @@ class JudgeTally:
     threshold: float
     votes: dict[str, list[int]] = field(default_factory=dict)  # judge -> [unsafe, safe, abstained]
     pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # -> [both voted, agreed]
+    causes: dict[str, dict[str, int]] = field(default_factory=dict)  # judge -> cause -> n
     outputs: int = 0
     errors: int = 0
 
@@ -105,6 +107,10 @@ class JudgeTally:
         self.outputs += 1
         if detail.get("error"):
             self.errors += 1
+        for judge, reason in (detail.get("abstained") or {}).items():
+            by_cause = self.causes.setdefault(judge, {})
+            cause = abstention_cause(reason)
+            by_cause[cause] = by_cause.get(cause, 0) + 1
         cast: dict[str, bool] = {}
         for judge, score in votes.items():
             bucket = self.votes.setdefault(judge, [0, 0, 0])
@@ -130,6 +136,9 @@ class JudgeTally:
                     "safe": safe,
                     "abstained": abstained,
                     "abstention_rate": abstained / total if total else None,
+                    "abstained_by_cause": {
+                        c: n for c in CAUSES if (n := self.causes.get(judge, {}).get(c, 0))
+                    },
                 }
             )
         agreement = [

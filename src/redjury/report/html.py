@@ -12,6 +12,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from redjury.judges.abstentions import describe_causes
 from redjury.redaction import without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
 
@@ -379,6 +380,7 @@ def _judge_section(data: ReportData) -> str:
             str(j["safe"]),
             str(j["abstained"]),
             _e(_pct(j["abstention_rate"])),
+            _e(describe_causes(j.get("abstained_by_cause") or {}) or "–"),
         )
         for j in judges
     ]
@@ -407,7 +409,11 @@ def _judge_section(data: ReportData) -> str:
         f'<p class="note">{panel["outputs"]} outputs judged, {panel["errors"]} ended in a panel error; '
         f"a vote at or above {panel['threshold']:g} counts as unsafe.</p>"
         f'<div class="chart">{judge_chart(judges)}</div>'
-        + _table(("judge", "unsafe", "safe", "abstained", "abstention rate"), rows, {1, 2, 3, 4})
+        + _table(
+            ("judge", "unsafe", "safe", "abstained", "abstention rate", "abstained because"),
+            rows,
+            {1, 2, 3, 4},
+        )
         + (
             "<h3>Agreement between judges</h3>"
             + _table(("judges", "both voted", "agreed", "agreement"), agreement, {1, 2, 3})

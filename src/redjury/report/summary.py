@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from redjury.judges.abstentions import describe_causes
 from redjury.report.digest import ReportData, load_report
 from redjury.report.terminal import escape_control
 
@@ -95,7 +96,7 @@ def summary_tables(data: ReportData) -> list[Table]:
         tables.append(
             (
                 "Judge panel",
-                ("judge", "unsafe", "safe", "abstained", "abstention rate"),
+                ("judge", "unsafe", "safe", "abstained", "abstention rate", "abstained because"),
                 [
                     (
                         j["judge"],
@@ -103,6 +104,7 @@ def summary_tables(data: ReportData) -> list[Table]:
                         str(j["safe"]),
                         str(j["abstained"]),
                         _pct(j["abstention_rate"]),
+                        describe_causes(j.get("abstained_by_cause") or {}) or "-",
                     )
                     for j in panel["judges"]
                 ],

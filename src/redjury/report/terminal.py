@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from redjury.judges.abstentions import describe_causes
 from redjury.redaction import strip_url_credentials
 
 RED, GREEN, YELLOW, BOLD, RESET = "\x1b[91m", "\x1b[92m", "\x1b[93m", "\x1b[1m", "\x1b[0m"
@@ -126,5 +127,21 @@ class TerminalPrinter:
             for text in hits:
                 print("❌", escape_control(text.strip()), file=out)
 
+    def judge_abstentions(self, panel: dict[str, Any] | None) -> None:
+        """One line per judge: how many of its votes it abstained, and why."""
+        for line in judge_abstention_lines(panel):
+            print(line, file=self.stream)
+
     def message(self, text: str) -> None:
         print(printable(text), file=self.stream)
+
+
+def judge_abstention_lines(panel: dict[str, Any] | None) -> list[str]:
+    """`judge harmbench:a: abstained 3/40 (timeout 2, HTTP status 1)` per judge of a digest."""
+    lines = []
+    for j in (panel or {}).get("judges", ()):
+        total = j["unsafe"] + j["safe"] + j["abstained"]
+        causes = describe_causes(j.get("abstained_by_cause") or {})
+        line = f"judge {escape_control(j['judge'])}: abstained {j['abstained']}/{total}"
+        lines.append(line + (f" ({causes})" if causes else ""))
+    return lines

@@ -1,0 +1,159 @@
+"""Before judging, ask each judge's server once, without spending a judge call where it can be
+helped (the model listing; a one-token request only where there is none): an unreachable
+server, a certificate that does not verify, refused credentials or an unknown model stop the
+run. A 5xx, a timeout or an unreadable answer do not: they are counted per reply as abstentions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from redjury.judges.asking import AskingJudge
+from redjury.judges.engine import (
+    JudgeCallError,
+    JudgeEngine,
+    Response,
+    Route,
+    TLSVerifyError,
+    UnreachableError,
+)
+
+# Seconds the preflight waits for one answer, however long a judge may take to judge.
+PREFLIGHT_TIMEOUT_S = 10.0
+# Listing statuses that mean "no listing here": ask with one token instead.
+NO_LISTING = frozenset({404, 405, 501})
+REFUSED = frozenset({401, 403})
+
+
+@dataclass(frozen=True, slots=True)
+class PreflightFailure:
+    judge: str
+    url: str
+    cause: str
+
+    def line(self) -> str:
+        return f"judge {self.judge} at {self.url}: {self.cause}"
+
+
+class PreflightError(Exception):
+    """At least one judge cannot judge; one line per judge, naming its URL and the cause."""
+
+    def __init__(self, failures: list[PreflightFailure]) -> None:
+        super().__init__("\n".join(f.line() for f in failures))
+        self.failures = failures
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials or query (an Azure key may sit in either)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def judges_of(detectors: Iterable[Any]) -> list[AskingJudge]:
+    """Every HTTP judge of the run's detectors (the panel's, and any other detector's)."""
+    found: list[AskingJudge] = []
+    for det in detectors:
+        found.extend(j for j in getattr(det, "judges", ()) if isinstance(j, AskingJudge))
+    return found
+
+
+async def preflight(judges: Iterable[AskingJudge]) -> list[PreflightFailure]:
+    """Check every distinct (server, credentials, model) once, all at once; the failures."""
+    checks: dict[tuple[Any, ...], AskingJudge] = {}
+    for judge in judges:
+        provider = judge.provider
+        if not provider.preflight:
+            continue
+        key = (provider.base_url, tuple(sorted(provider.headers.items())), provider.path)
+        checks.setdefault(key + (judge.spec.name,), judge)
+    causes = await asyncio.gather(*(check_judge(j) for j in checks.values()))
+    return [
+        PreflightFailure(j.id, public_url(j.provider.base_url), cause)
+        for j, cause in zip(checks.values(), causes, strict=True)
+        if cause is not None
+    ]
+
+
+async def run_preflight(detectors: Iterable[Any]) -> None:
+    """Raise PreflightError when a judge of these detectors cannot judge."""
+    failures = await preflight(judges_of(detectors))
+    if failures:
+        raise PreflightError(failures)
+
+
+async def check_judge(judge: AskingJudge) -> str | None:
+    """Why this judge cannot judge, or None (also when the check itself says nothing)."""
+    provider = judge.provider
+    engine = judge.engine
+    headers = {k: v for k, v in provider.headers.items() if k != "content-type"}
+    listing = _route(engine, judge, provider.models_path, headers, "GET")
+    probe = _route(engine, judge, provider.path, provider.headers, "POST")
+    try:
+        response = await engine.fetch(listing)
+        if response.status in NO_LISTING:
+            return _probe_cause(await engine.fetch(probe, provider.probe_body()), probe)
+        cause, unlisted = _listing_cause(response, judge)
+        # Some servers (llama.cpp) list one name and serve any: only a 404 proves it unknown.
+        if unlisted and (await engine.fetch(probe, provider.probe_body())).status != 404:
+            return None
+        return cause
+    except (TLSVerifyError, UnreachableError) as exc:
+        return str(exc)
+    except JudgeCallError:
+        return None  # a timeout or a broken answer: the abstention machinery's job
+
+
+def _route(
+    engine: JudgeEngine, judge: AskingJudge, path: str, headers: dict[str, str], method: str
+) -> Route:
+    conn = judge.spec.connection
+    timeout = min(conn.timeout, PREFLIGHT_TIMEOUT_S)
+    base = judge.provider.base_url
+    return engine.route(base, path, headers, timeout, method, ca_bundle=conn.ca_bundle)
+
+
+def _listing_cause(response: Response, judge: AskingJudge) -> tuple[str | None, bool]:
+    """The cause the listing shows, and whether that cause is only "not listed"."""
+    if response.status in REFUSED:
+        refused = f"HTTP {response.status}: the server refused the credentials (check api_key_env)"
+        return refused, False
+    if response.status >= 300 or not judge.provider.listing_names_models:
+        return None, False
+    names = _listed(response.body)
+    model = judge.spec.name
+    if not names or model in names or f"{model}:latest" in names:
+        return None, False
+    shown = ", ".join(sorted(names)[:5]) + (", …" if len(names) > 5 else "")
+    return f"unknown model {model!r} (the server lists {len(names)}: {shown})", True
+
+
+def _probe_cause(response: Response, route: Route) -> str | None:
+    if response.status in REFUSED:
+        return f"HTTP {response.status}: the server refused the credentials (check api_key_env)"
+    if response.status == 404:
+        return f"HTTP 404 at {public_url(route.url)}: unknown model or wrong base_url"
+    return None
+
+
+def _listed(body: bytes) -> set[str]:
+    """Model names in an OpenAI/Anthropic (`data[].id`) or Ollama (`models[].name`) listing."""
+    try:
+        data = orjson.loads(body)
+        items = data.get("data") if "data" in data else data.get("models")
+        names = set()
+        for item in items or ():
+            for field in ("id", "name", "model"):
+                if isinstance(item.get(field), str):
+                    names.add(item[field])
+        return names
+    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        return set()
