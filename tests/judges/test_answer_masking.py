@@ -86,13 +86,16 @@ async def test_an_answer_cached_unmasked_by_an_older_version_is_masked_when_read
     assert finding.details["judges"][0]["raw"] == "yes, ****6467 ****9999 ****0099"
 
 
-async def test_an_abstention_reason_carries_no_url_credentials(make_panel):
-    url = "http://someone:pa55word@127.0.0.1:9/v1"  # nothing listens on port 9
-    panel = make_panel([judge(url, "a", timeout=2.0)], max_retries=0)
+async def test_an_abstention_reason_carries_no_url_credentials(make_panel, monkeypatch):
+    # A config refuses credentials in base_url; $OLLAMA_HOST is read by no config check.
+    monkeypatch.setenv("OLLAMA_HOST", "http://someone:pa55word@127.0.0.1:9")  # nothing listens
+    spec = judge("unused", "a", type="OLLAMA", timeout=2.0)
+    del spec["connection"]["base_url"]
+    panel = make_panel([spec], max_retries=0)
     [finding] = await panel.adetect(ATTEMPT)
     servers = await panel.check_servers()
     await panel.aclose()
     assert finding.score is None
     text = json.dumps([finding.details, finding.reason, servers])
     assert "pa55word" not in text and "someone" not in text
-    assert list(servers) == ["http://127.0.0.1:9/v1"]
+    assert all("pa55word" not in url and "someone" not in url for url in servers)

@@ -24,9 +24,9 @@ COMPLETION_PATHS = ("/v1/completions", "/api/generate")
 class CompletionsServer(FaultServer):
     """The scripted server, also answering the raw-prompt endpoints of OpenAI and Ollama."""
 
-    async def _answer(self, method, path, headers, body, writer):  # type: ignore[no-untyped-def]
+    async def _answer(self, method, path, headers, body, writer, conn=None):  # type: ignore[no-untyped-def]
         if method != "POST" or path.split("?", 1)[0] not in COMPLETION_PATHS:
-            return await super()._answer(method, path, headers, body, writer)
+            return await super()._answer(method, path, headers, body, writer, conn)
         with self._lock:
             req = Request(method, path, headers, body, self._posts, time.monotonic())
             self._posts += 1
