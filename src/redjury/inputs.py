@@ -162,6 +162,9 @@ def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str] | N
     return data, None
 
 
+_TOO_DEEP = "nested more than 250 levels deep"
+
+
 class _RepeatedKey(ValueError):
     pass
 
@@ -185,7 +188,7 @@ def hidden_json_problem(raw: bytes, data: dict[str, Any]) -> tuple[str, str] | N
     try:
         written = orjson.dumps(data)
     except orjson.JSONEncodeError:
-        return "(line)", "nested more than 250 levels deep"
+        return "(line)", _TOO_DEEP
     if raw.count(b'"') == written.count(b'"') and b"\\u0022" not in raw:
         return None
     try:
@@ -235,7 +238,18 @@ def garak_row_problem(row: dict[str, Any]) -> tuple[str, str] | None:
     notes = row.get("notes")
     if notes is not None and type(notes) is not dict:
         return "notes", f"a JSON object, not {_JSON_KINDS.get(type(notes), 'that')}"
+    if notes and _too_deep(notes):  # notes go into the report as they are
+        return "notes", _TOO_DEEP
     return _garak_outputs_problem(row.get("outputs"))
+
+
+def _too_deep(value: Any) -> bool:
+    """Nested deeper than orjson writes (254 levels)."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return True
+    return False
 
 
 def _garak_outputs_problem(outputs: Any) -> tuple[str, str] | None:
