@@ -198,15 +198,12 @@ def hidden_json_problem(raw: bytes, data: dict[str, Any]) -> tuple[str, str] | N
     return None
 
 
-def _no_replies(path: str, line: int, attempt: Attempt, field: str) -> InputRecord | None:
+def _no_replies(path: str, line: int, attempt: Attempt) -> InputRecord:
     """An attempt with nothing to judge is a bad line, not a silent zero in the counts."""
-    if attempt.outputs:
-        return None
     if attempt.messages:
-        field, reason = "messages", "no assistant turn after the last user turn"
-    else:
-        reason = "no replies to judge (null stands for a reply the target did not give)"
-    return _line_error(path, line, field, reason)
+        return _line_error(path, line, "messages", "no assistant turn after the last user turn")
+    reason = "no replies to judge (null stands for a reply the target did not give)"
+    return _line_error(path, line, "outputs", reason)
 
 
 def redjury_line_problem(data: dict[str, Any]) -> tuple[str, str] | None:
@@ -258,11 +255,14 @@ def _garak_outputs_problem(outputs: Any) -> tuple[str, str] | None:
     if type(outputs) is not list:
         kind = _JSON_KINDS.get(type(outputs), "that")
         return "outputs", f"a list with one entry per generation, not {kind}"
-    for i, out in enumerate(outputs):
-        if out is None or type(out) is str:
+    for out in outputs:  # the common row passes this loop without a call
+        if type(out) is dict:
+            text = out.get("text")
+            if text is None or type(text) is str:
+                continue
+        elif out is None or type(out) is str:
             continue
-        if type(out) is not dict or not (out.get("text") is None or type(out["text"]) is str):
-            return f"outputs.{i}", 'a garak Message ({"text": ...}), a string or null'
+        return f"outputs.{outputs.index(out)}", 'a garak Message ({"text": ...}), a string or null'
     return None
 
 
@@ -271,7 +271,10 @@ def align_garak_scores(fields: dict[str, Any]) -> None:
     a null score back at each null output, so every score meets its own output. A detector
     that wrote no score at all scored nothing: all its scores are null (counted as nones)."""
     results, outputs = fields.get("detector_results"), fields.get("outputs") or []
-    if not results or type(results) is not dict:
+    n = len(outputs)
+    if type(results) is not dict or all(
+        type(s) is not list or len(s) >= n for s in results.values()
+    ):
         return
     present = None
     for name, scores in list(results.items()):
@@ -404,7 +407,9 @@ def _redjury_record(name: str, lineno: int, raw: bytes) -> InputRecord:
         attempt = Attempt.model_validate(data)
     except ValidationError as exc:
         return InputRecord(name, lineno, None, _first_error(name, lineno, exc))
-    return _no_replies(name, lineno, attempt, "outputs") or InputRecord(name, lineno, attempt)
+    if attempt.outputs:
+        return InputRecord(name, lineno, attempt)
+    return _no_replies(name, lineno, attempt)
 
 
 def _garak_record(name: str, lineno: int, row: dict[str, Any], setup: GarakSetup) -> InputRecord:
@@ -412,12 +417,15 @@ def _garak_record(name: str, lineno: int, row: dict[str, Any], setup: GarakSetup
         fields = garak_attempt_fields(row, setup)
     except RecursionError:  # a prompt nested ~1,000 levels deep, turned into text
         return _line_error(name, lineno, "prompt", "nested too deeply")
-    align_garak_scores(fields)
+    if fields.get("detector_results"):
+        align_garak_scores(fields)
     try:
         attempt = Attempt.model_validate(fields)
     except ValidationError as exc:
         return InputRecord(name, lineno, None, _first_error(name, lineno, exc, _GARAK_FIELDS))
-    return _no_replies(name, lineno, attempt, "outputs") or InputRecord(name, lineno, attempt)
+    if attempt.outputs:
+        return InputRecord(name, lineno, attempt)
+    return _no_replies(name, lineno, attempt)
 
 
 def check_inputs(inputs: InputSet) -> tuple[int, list[LineError], int]:
