@@ -210,6 +210,9 @@ def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str] | N
     return data, None
 
 
+_TOO_DEEP = "nested more than 250 levels deep"
+
+
 class _RepeatedKey(ValueError):
     pass
 
@@ -233,7 +236,7 @@ def hidden_json_problem(raw: bytes, data: dict[str, Any]) -> tuple[str, str] | N
     try:
         written = orjson.dumps(data)
     except orjson.JSONEncodeError:
-        return "(line)", "nested more than 250 levels deep"
+        return "(line)", _TOO_DEEP
     if raw.count(b'"') == written.count(b'"') and b"\\u0022" not in raw:
         return None
     try:
@@ -243,15 +246,12 @@ def hidden_json_problem(raw: bytes, data: dict[str, Any]) -> tuple[str, str] | N
     return None
 
 
-def _no_replies(path: str, line: int, attempt: Attempt, field: str) -> InputRecord | None:
+def _no_replies(path: str, line: int, attempt: Attempt) -> InputRecord:
     """An attempt with nothing to judge is a bad line, not a silent zero in the counts."""
-    if attempt.outputs:
-        return None
     if attempt.messages:
-        field, reason = "messages", "no assistant turn after the last user turn"
-    else:
-        reason = "no replies to judge (null stands for a reply the target did not give)"
-    return _line_error(path, line, field, reason)
+        return _line_error(path, line, "messages", "no assistant turn after the last user turn")
+    reason = "no replies to judge (null stands for a reply the target did not give)"
+    return _line_error(path, line, "outputs", reason)
 
 
 def redjury_line_problem(data: dict[str, Any]) -> tuple[str, str] | None:
@@ -283,7 +283,18 @@ def garak_row_problem(row: dict[str, Any]) -> tuple[str, str] | None:
     notes = row.get("notes")
     if notes is not None and type(notes) is not dict:
         return "notes", f"a JSON object, not {_JSON_KINDS.get(type(notes), 'that')}"
+    if notes and _too_deep(notes):  # notes go into the report as they are
+        return "notes", _TOO_DEEP
     return _garak_outputs_problem(row.get("outputs"))
+
+
+def _too_deep(value: Any) -> bool:
+    """Nested deeper than orjson writes (254 levels)."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return True
+    return False
 
 
 def _garak_outputs_problem(outputs: Any) -> tuple[str, str] | None:
@@ -292,11 +303,14 @@ def _garak_outputs_problem(outputs: Any) -> tuple[str, str] | None:
     if type(outputs) is not list:
         kind = _JSON_KINDS.get(type(outputs), "that")
         return "outputs", f"a list with one entry per generation, not {kind}"
-    for i, out in enumerate(outputs):
-        if out is None or type(out) is str:
+    for out in outputs:  # the common row passes this loop without a call
+        if type(out) is dict:
+            text = out.get("text")
+            if text is None or type(text) is str:
+                continue
+        elif out is None or type(out) is str:
             continue
-        if type(out) is not dict or not (out.get("text") is None or type(out["text"]) is str):
-            return f"outputs.{i}", 'a garak Message ({"text": ...}), a string or null'
+        return f"outputs.{outputs.index(out)}", 'a garak Message ({"text": ...}), a string or null'
     return None
 
 
@@ -305,7 +319,10 @@ def align_garak_scores(fields: dict[str, Any]) -> None:
     a null score back at each null output, so every score meets its own output. A detector
     that wrote no score at all scored nothing: all its scores are null (counted as nones)."""
     results, outputs = fields.get("detector_results"), fields.get("outputs") or []
-    if not results or type(results) is not dict:
+    n = len(outputs)
+    if type(results) is not dict or all(
+        type(s) is not list or len(s) >= n for s in results.values()
+    ):
         return
     present = None
     for name, scores in list(results.items()):
@@ -509,7 +526,9 @@ def _checked_redjury(
         attempt = Attempt.model_validate(data)
     except ValidationError as exc:
         return InputRecord(name, lineno, None, _first_error(name, lineno, exc))
-    return _no_replies(name, lineno, attempt, "outputs") or InputRecord(name, lineno, attempt)
+    if attempt.outputs:
+        return InputRecord(name, lineno, attempt)
+    return _no_replies(name, lineno, attempt)
 
 
 def _garak_record(
@@ -519,12 +538,15 @@ def _garak_record(
         fields = garak_attempt_fields(row, setup, attempt_id)
     except RecursionError:  # a prompt nested ~1,000 levels deep, turned into text
         return _line_error(name, lineno, "prompt", "nested too deeply")
-    align_garak_scores(fields)
+    if fields.get("detector_results"):
+        align_garak_scores(fields)
     try:
         attempt = Attempt.model_validate(fields)
     except ValidationError as exc:
         return InputRecord(name, lineno, None, _first_error(name, lineno, exc, _GARAK_FIELDS))
-    return _no_replies(name, lineno, attempt, "outputs") or InputRecord(name, lineno, attempt)
+    if attempt.outputs:
+        return InputRecord(name, lineno, attempt)
+    return _no_replies(name, lineno, attempt)
 
 
 @dataclass

@@ -1,0 +1,100 @@
+"""Property: for any line, the input reader yields an attempt or a line error, nothing else.
+
+Lines are arbitrary bytes, arbitrary JSON, and attempt-shaped objects with arbitrary values
+in their fields, read as redjury JSONL and as a garak report."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from redjury.attempts import Attempt
+from redjury.inputs import InputSet, check_inputs
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+GARAK_SETUP = b'{"entry_type": "start_run setup", "plugins.target_name": "m"}\n'
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | st.sampled_from(["user", "Assistant", "attempt", "2", "", "entry_type"]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+REDJURY_KEYS = [
+    "id", "probe", "goal", "prompt", "output", "outputs", "messages", "intent", "context",
+    "latency_ms", "usage", "notes", "seq", "detector_results", "entry_type",
+]  # fmt: skip
+GARAK_KEYS = [
+    "entry_type", "uuid", "seq", "status", "probe_classname", "prompt", "outputs",
+    "detector_results", "notes", "goal", "intent", "run",
+]  # fmt: skip
+REDJURY_BASE = {"id": "a", "outputs": ["x"]}
+GARAK_BASE = {"entry_type": "attempt", "uuid": "u", "status": 2, "outputs": [{"text": "x"}]}
+
+
+def shaped(base: dict[str, Any], keys: list[str]) -> st.SearchStrategy[bytes]:
+    """A well-formed record with some fields replaced by arbitrary JSON."""
+    changes = st.dictionaries(st.sampled_from(keys), json_values, max_size=4)
+    return changes.map(lambda c: json.dumps({**base, **c}).encode())
+
+
+def read(lines: list[bytes], garak: bool) -> list[Any]:
+    """Every record the reader yields for a file of these lines (after a garak setup row)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "in.jsonl"
+        body = b"\n".join(lines) + b"\n"
+        path.write_bytes(GARAK_SETUP + body if garak else body)
+        records = list(InputSet([path]).records())
+        check_inputs(InputSet([path]))
+    for rec in records:
+        assert (rec.attempt is None) != (rec.error is None)
+        if rec.attempt is not None:
+            assert isinstance(rec.attempt, Attempt) and rec.attempt.outputs
+            assert all(
+                len(s) == len(rec.attempt.outputs) for s in rec.attempt.detector_results.values()
+            )
+        else:
+            assert rec.error is not None and rec.error.field and rec.error.reason
+            assert "\n" not in str(rec.error)
+    return records
+
+
+@SETTINGS
+@given(st.lists(st.binary(max_size=80), min_size=1, max_size=4), st.booleans())
+def test_any_bytes_give_an_attempt_or_a_line_error(lines: list[bytes], garak: bool) -> None:
+    read(lines, garak)
+
+
+@SETTINGS
+@given(st.lists(json_values.map(lambda v: json.dumps(v).encode()), min_size=1, max_size=4))
+def test_any_json_value_gives_an_attempt_or_a_line_error(lines: list[bytes]) -> None:
+    read(lines, garak=False)
+    read(lines, garak=True)
+
+
+@SETTINGS
+@given(shaped(REDJURY_BASE, REDJURY_KEYS))
+def test_any_field_values_in_a_redjury_line_give_an_attempt_or_a_line_error(line: bytes) -> None:
+    (rec,) = read([line], garak=False)
+    if rec.attempt is not None:
+        assert "entry_type" not in json.loads(line)
+
+
+@SETTINGS
+@given(shaped(GARAK_BASE, GARAK_KEYS))
+def test_any_field_values_in_a_garak_row_give_an_attempt_or_a_line_error(line: bytes) -> None:
+    records = read([line], garak=True)
+    row = json.loads(line)
+    if row.get("entry_type") == "attempt" and row.get("status") != 0:
+        assert len(records) == 1, "an attempt row is read or reported, never skipped"
