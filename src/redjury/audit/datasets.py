@@ -10,7 +10,7 @@ import json
 import os
 import random
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,18 +124,25 @@ def _sha256(path: Path) -> str:
 
 def _check_sha_as(path: Path, name: str, revision: str, where: str) -> None:
     expected = HARMBENCH_SHA256.get(revision, {}).get(name)
+    check_sha256(
+        path, expected, f"{name}: SHA-256 mismatch for HarmBench revision {revision}", where
+    )
+
+
+def check_sha256(path: Path, expected: str | None, what: str, where: str) -> None:
+    """Raise DatasetError when `path`'s SHA-256 is not `expected` (no check when None)."""
     if expected is None:
         return
     actual = _sha256(path)
     if actual != expected:
-        raise DatasetError(
-            f"{name}: SHA-256 mismatch for HarmBench revision {revision} ({where}): "
-            f"expected {expected}, got {actual}"
-        )
+        raise DatasetError(f"{what} ({where}): expected {expected}, got {actual}")
 
 
-def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
-    """Stream `url` into a temporary file beside `dest`; rename only once complete and checked."""
+def download_pinned(
+    url: str, dest: Path, timeout: float, check: Callable[[Path], None] | None = None
+) -> None:
+    """Stream `url` into a temporary file beside `dest`; `check` it (e.g. its SHA-256) and
+    rename only once complete and checked, so a partial or wrong file is never kept."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
@@ -157,7 +164,8 @@ def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
                 )
             fh.flush()
             os.fsync(fh.fileno())
-        _check_sha_as(tmp, dest.name, revision, "downloaded")
+        if check is not None:
+            check(tmp)
         os.replace(tmp, dest)
     except httpx.RemoteProtocolError as exc:
         raise DatasetError(f"{url}: truncated download, nothing kept: {exc}") from exc
@@ -165,6 +173,12 @@ def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
         raise DatasetError(f"{url}: download failed: {type(exc).__name__}: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
+    download_pinned(
+        url, dest, timeout, lambda tmp: _check_sha_as(tmp, dest.name, revision, "downloaded")
+    )
 
 
 def _missing_help(missing: Sequence[tuple[str, Path]], cause: str) -> str:

@@ -19,7 +19,7 @@ from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
 from redjury.judges.engine import JudgeEngine
 from redjury.judges.providers import provider_for
-from redjury.judges.scoring import MissingInput, get_scoring_type
+from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
 
 
 class PanelWarning(UserWarning):
@@ -31,7 +31,8 @@ class Judge(AskingJudge):
 
     def __init__(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> None:
         s = spec.scoring
-        scoring = get_scoring_type(s.type)(s.system_prompt, s.template)
+        scoring = get_scoring_type(s.type).from_spec(s)
+        spec = upstream_generation(spec, scoring)
         provider = (
             completions_provider_for(spec, logprobs=s.logprobs)
             if s.completions
@@ -41,6 +42,7 @@ class Judge(AskingJudge):
             spec, scoring, scoring_name=s.type, system_prompt=s.system_prompt
         )
         fields["logprobs"] = s.logprobs
+        fields["parsing"] = s.parsing
         super().__init__(judge_id, spec, scoring, provider, engine, fields, logprobs=s.logprobs)
         self.models_route = engine.route(
             provider.base_url,
@@ -49,6 +51,17 @@ class Judge(AskingJudge):
             min(spec.connection.timeout, 10.0),
             method="GET",
         )
+
+
+def upstream_generation(spec: JudgeSpec, scoring: ScoringType) -> JudgeSpec:
+    """With `template: upstream`, the source's generation settings where the user set none
+    (HarmBench's classifier: one greedy token)."""
+    if scoring.upstream is None or not scoring.upstream_generation:
+        return spec
+    given = spec.generation.model_fields_set
+    update = {k: v for k, v in scoring.upstream_generation.items() if k not in given}
+    generation = spec.generation.model_copy(update=update)
+    return spec.model_copy(update={"generation": generation})
 
 
 def judge_ids(specs: Iterable[JudgeSpec]) -> list[str]:
