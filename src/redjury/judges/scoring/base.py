@@ -183,6 +183,10 @@ class ScoringType:
         if spec.completions and not self.upstream_completions:
             raise UpstreamError(f"{self.name}: template: upstream needs the chat endpoint")
         source = self.upstream_source
+        if source is None and type(self).render_upstream is ScoringType.render_upstream:
+            raise UpstreamError(
+                f"{self.name} has no upstream template; parsing: upstream works with its own"
+            )
         if source is not None:
             self.upstream = fetch_upstream(source, spec.upstream)
             text = json.dumps(self.upstream.parts, sort_keys=True, ensure_ascii=False)
