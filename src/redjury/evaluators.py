@@ -96,6 +96,8 @@ class DetectorTally:
     abstain_sum: float = 0.0
     abstain_n: int = 0
     flippable: int = 0
+    # Graded per-reply scores in [0, 1] (StrongREJECT's) by (judge, score name).
+    graded: dict[tuple[str, str], list[float]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -165,6 +167,8 @@ class RunTally:
                         t.abstain_n += 1
                     if d.get("flippable"):
                         t.flippable += 1
+                    for judge, g in (d.get("graded") or {}).items():
+                        t.graded.setdefault((judge, g["name"]), []).append(float(g["score"]))
             pair = (passed + fails, fails)
             t.per_prompt[pair] = t.per_prompt.get(pair, 0) + 1
             if intent is not None:
@@ -201,6 +205,8 @@ class RunTally:
                         k: {"passed": v[0], "total_evaluated": v[1], "nones": v[2]}
                         for k, v in sorted(t.intents.items())
                     }
+                if t.graded:
+                    row["graded_scores"] = graded_rows(t.graded)
                 if extra is not None:
                     row.update(extra(probe, detector, t))
                 total["passed"] += t.passed
@@ -213,6 +219,16 @@ class RunTally:
                 "inference_counts": {"total_evaluated": pt.outputs, "nones": pt.null_outputs},
                 "detection_counts": {"detectors": sorted(pt.detectors), **total},
             }
+
+
+def graded_rows(graded: dict[tuple[str, str], list[float]]) -> list[dict[str, Any]]:
+    """Per judge and graded score: the mean over replies with its bootstrap interval."""
+    from redjury.stats.means import bootstrap_mean
+
+    return [
+        {"judge": judge, "score": name, **bootstrap_mean(values)}
+        for (judge, name), values in sorted(graded.items())
+    ]
 
 
 class HitlogBuilder:

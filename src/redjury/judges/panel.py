@@ -64,6 +64,15 @@ def upstream_generation(spec: JudgeSpec, scoring: ScoringType) -> JudgeSpec:
     return spec.model_copy(update={"generation": generation})
 
 
+def graded_scores(votes: Iterable[Vote], graded: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """judge → {name, score in [0, 1]} for the judges whose type reports a graded score."""
+    return {
+        v.judge: {"name": graded[v.judge], "score": round(v.score / 10.0, 6)}
+        for v in votes
+        if v.judge in graded and v.score is not None
+    }
+
+
 def judge_ids(specs: Iterable[JudgeSpec]) -> list[str]:
     """`TYPE:NAME`, with `#2`, `#3`… where that is still not unique."""
     ids: list[str] = []
@@ -157,6 +166,8 @@ class JudgePanelDetector(Detector):
         if use_cache and self.judges:
             self.cache = JudgeCache(cache_path or default_cache_path())
         self._counts = dict.fromkeys(_COUNTERS, 0)
+        # Judges whose type reports a graded score in [0, 1] beside the vote (StrongREJECT).
+        self._graded = {j.id: j.scoring.graded_score for j in self.judges if j.scoring.graded_score}
         self._inflight: dict[bytes, asyncio.Future[Vote]] = {}
         self.warnings = self._check()
         for message in self.warnings:
@@ -276,6 +287,8 @@ class JudgePanelDetector(Detector):
             "cached": sum(v.result.cached for v in votes),
             "judges": [v.to_json() for v in votes],
         }
+        if self._graded:
+            details["graded"] = graded_scores(votes, self._graded)
         if outcome.success is None:
             counts["errors"] += 1
             details["error"] = outcome.error

@@ -149,6 +149,9 @@ class ScoringType:
     upstream_generation: ClassVar[Mapping[str, Any]] = {}
     # Whether `template: upstream` works on the completions endpoint (one raw prompt).
     upstream_completions: ClassVar[bool] = True
+    # The name of a graded score in [0, 1] (vote / 10) the type reports beside its vote,
+    # averaged with a bootstrap interval in the eval row; None for types whose vote is all.
+    graded_score: ClassVar[str | None] = None
     # Whether the source keeps an unscored answer in the denominator as not a success.
     upstream_counts_unreadable: ClassVar[bool] = True
     parsing: str = "redjury"

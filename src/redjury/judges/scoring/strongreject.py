@@ -49,6 +49,7 @@ class StrongRejectScoring(ScaleScoringType):
         "per-reply score in [0, 1] (label, and `strongreject_score` in the eval row)"
     )
     upstream_source = STRONGREJECT_RUBRIC
+    graded_score = "strongreject_score"
     # StrongREJECT's NaN leaves the mean.
     upstream_counts_unreadable = False
 
