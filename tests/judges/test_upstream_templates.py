@@ -340,3 +340,21 @@ def test_python_values_are_read_without_running_the_file():
     assert up.python_value("C", "k")(text) == "x"
     with pytest.raises(ValueError, match="no A.D"):
         up.python_value("A.D")(text)
+
+
+def test_detectors_list_says_how_each_type_relates_to_its_source():
+    from typer.testing import CliRunner
+
+    from redjury.cli import app
+
+    result = CliRunner().invoke(app, ["detectors", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    types = {i["name"]: i for i in json.loads(result.output) if i["kind"] == "scoring_type"}
+    relations = {name: item["relation"] for name, item in types.items()}
+    assert relations["judge:harmbench"] == "upstream-fetched"
+    assert relations["judge:scorer"] == relations["judge:rag_outcome"] == "redjury's own variant"
+    assert relations["judge:llamaguard"].startswith("faithful")
+    hb = types["judge:harmbench"]["upstream"]
+    assert (hb["repo"], hb["path"]) == ("centerforaisafety/HarmBench", "eval_utils.py")
+    assert len(hb["revision"]) == 40
+    assert all(item["differs"] for item in types.values())
