@@ -358,3 +358,18 @@ def test_detectors_list_says_how_each_type_relates_to_its_source():
     assert (hb["repo"], hb["path"]) == ("centerforaisafety/HarmBench", "eval_utils.py")
     assert len(hb["revision"]) == 40
     assert all(item["differs"] for item in types.values())
+
+
+async def test_each_finding_names_the_judges_in_upstream_mode(server, make_panel, cache):
+    server.set_script(always(Reply("no")))
+    specs = [
+        upstream_judge(server.openai_url, "jailbreakbench", cache),
+        judge(server.openai_url, "judge-b", "harmbench"),
+    ]
+    panel = make_panel(specs, use_cache=False)
+    [finding] = await panel.adetect(ATTEMPT)
+    await panel.aclose()
+    modes = finding.details["upstream"]
+    assert list(modes) == ["jailbreakbench:judge-a"]
+    assert modes["jailbreakbench:judge-a"]["parsing"] == "upstream"
+    assert modes["jailbreakbench:judge-a"]["template"].startswith("upstream:JailbreakBench/")

@@ -7,17 +7,15 @@ import csv
 import hashlib
 import io
 import json
-import os
 import random
-import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 from platformdirs import user_cache_dir
 
+from redjury.downloads import DownloadError, check_sha256, download_pinned
 from redjury.judges.config import DEFAULT_HARMBENCH_REVISION, CalibrationSpec
 
 HARMBENCH_BASE_URL = "https://raw.githubusercontent.com/centerforaisafety/HarmBench"
@@ -53,7 +51,7 @@ STORED_JUDGES = (
 )
 
 
-class DatasetError(Exception):
+class DatasetError(DownloadError):
     """Calibration data that cannot be loaded; the message says what to do about it."""
 
 
@@ -114,65 +112,13 @@ def cache_dir_of(spec: CalibrationSpec) -> Path:
 
 
 # -- download ------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _check_sha_as(path: Path, name: str, revision: str, where: str) -> None:
     expected = HARMBENCH_SHA256.get(revision, {}).get(name)
-    check_sha256(
-        path, expected, f"{name}: SHA-256 mismatch for HarmBench revision {revision}", where
-    )
-
-
-def check_sha256(path: Path, expected: str | None, what: str, where: str) -> None:
-    """Raise DatasetError when `path`'s SHA-256 is not `expected` (no check when None)."""
-    if expected is None:
-        return
-    actual = _sha256(path)
-    if actual != expected:
-        raise DatasetError(f"{what} ({where}): expected {expected}, got {actual}")
-
-
-def download_pinned(
-    url: str, dest: Path, timeout: float, check: Callable[[Path], None] | None = None
-) -> None:
-    """Stream `url` into a temporary file beside `dest`; `check` it (e.g. its SHA-256) and
-    rename only once complete and checked, so a partial or wrong file is never kept."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
+    what = f"{name}: SHA-256 mismatch for HarmBench revision {revision}"
     try:
-        with os.fdopen(fd, "wb") as fh:
-            received = 0
-            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
-                if response.status_code != 200:
-                    raise DatasetError(f"{url}: HTTP {response.status_code}")
-                expected_len = response.headers.get("content-length")
-                for chunk in response.iter_raw():
-                    fh.write(chunk)
-                    received += len(chunk)
-            # httpx notices most short bodies itself; this covers servers that close early
-            # without one (and makes the rule explicit: a partial file is never kept).
-            if expected_len is not None and received != int(expected_len):
-                raise DatasetError(
-                    f"{url}: truncated download ({received} of {expected_len} bytes)"
-                )
-            fh.flush()
-            os.fsync(fh.fileno())
-        if check is not None:
-            check(tmp)
-        os.replace(tmp, dest)
-    except httpx.RemoteProtocolError as exc:
-        raise DatasetError(f"{url}: truncated download, nothing kept: {exc}") from exc
-    except httpx.HTTPError as exc:
-        raise DatasetError(f"{url}: download failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
+        check_sha256(path, expected, what, where)
+    except DownloadError as exc:
+        raise DatasetError(str(exc)) from exc
 
 
 def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
@@ -214,9 +160,9 @@ def fetch_harmbench(
     for url, local in missing:
         try:
             _download(url, local, revision, timeout)
-        except DatasetError as exc:
+        except DownloadError as exc:
             if "SHA-256" in str(exc) or "truncated" in str(exc):
-                raise
+                raise DatasetError(str(exc)) from exc
             raise DatasetError(_missing_help(missing, str(exc))) from exc
     for local in files.values():
         _check_sha_as(

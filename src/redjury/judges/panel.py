@@ -168,6 +168,12 @@ class JudgePanelDetector(Detector):
         self._counts = dict.fromkeys(_COUNTERS, 0)
         # Judges whose type reports a graded score in [0, 1] beside the vote (StrongREJECT).
         self._graded = {j.id: j.scoring.graded_score for j in self.judges if j.scoring.graded_score}
+        # Which judges read answers by their source's rule: named in every finding they vote in.
+        self._upstream = {
+            j.id: {"parsing": j.scoring.parsing, "template": j.scoring.version}
+            for j in self.judges
+            if j.scoring.parsing == "upstream" or j.scoring.upstream is not None
+        }
         self._inflight: dict[bytes, asyncio.Future[Vote]] = {}
         self.warnings = self._check()
         for message in self.warnings:
@@ -289,6 +295,8 @@ class JudgePanelDetector(Detector):
         }
         if self._graded:
             details["graded"] = graded_scores(votes, self._graded)
+        if self._upstream:
+            details["upstream"] = self._upstream
         if outcome.success is None:
             counts["errors"] += 1
             details["error"] = outcome.error

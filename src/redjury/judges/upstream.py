@@ -12,7 +12,6 @@ check the cache against it, and the hash goes into the judge's fingerprint and t
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Any
 
 from platformdirs import user_cache_dir
 
-from redjury.audit.datasets import DatasetError, check_sha256, download_pinned
+from redjury.downloads import DownloadError, check_sha256, download_pinned, sha256_of
 from redjury.judges.config import UpstreamSpec
 
 RAW_GITHUB = "https://raw.githubusercontent.com"
@@ -122,10 +121,6 @@ def default_cache_dir() -> Path:
     return Path(user_cache_dir("redjury")) / "upstream"
 
 
-def _sha256_text(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def cached_path(source: UpstreamSource, spec: UpstreamSpec) -> tuple[Path, str]:
     revision = spec.revision or source.revision
     if not revision or "/" in revision or revision.startswith("."):
@@ -151,15 +146,15 @@ def fetch_upstream(source: UpstreamSource, spec: UpstreamSpec) -> UpstreamPrompt
                 download_pinned(
                     url, dest, spec.timeout, lambda tmp: check_sha256(tmp, pinned, what, url)
                 )
-            except DatasetError as exc:
+            except DownloadError as exc:
                 if "SHA-256" in str(exc):
                     raise
                 raise UpstreamError(_missing_help(url, dest, str(exc))) from exc
-            record.write_text(_sha256_text(dest) + "\n", encoding="utf-8")
+            record.write_text(sha256_of(dest) + "\n", encoding="utf-8")
         recorded = record.read_text(encoding="utf-8").strip() if record.is_file() else None
         where = f"cached at {dest}; delete it to download again"
         check_sha256(dest, pinned or recorded, what, where)
-    except DatasetError as exc:
+    except DownloadError as exc:
         raise UpstreamError(str(exc)) from exc
     text = dest.read_text(encoding="utf-8")
     parts: dict[str, str] = {}
@@ -168,7 +163,7 @@ def fetch_upstream(source: UpstreamSource, spec: UpstreamSpec) -> UpstreamPrompt
             parts[name] = extract(text)
         except (ValueError, SyntaxError, AttributeError) as exc:
             raise UpstreamError(f"{dest}: cannot read the {name!r} prompt: {exc}") from exc
-    return UpstreamPrompt(source, revision, url, _sha256_text(dest), parts)
+    return UpstreamPrompt(source, revision, url, sha256_of(dest), parts)
 
 
 def _missing_help(url: str, dest: Path, cause: str) -> str:
