@@ -21,6 +21,9 @@ from redjury.judges.config import UpstreamSpec
 from redjury.judges.scoring import get_scoring_type
 from redjury.judges.scoring.upstream_rules import clip_tokens
 
+# The chat-endpoint HarmBench tests check the request itself; the warning has its own test.
+pytestmark = pytest.mark.filterwarnings("ignore:upstream prompt is a whole")
+
 ATTEMPT = Attempt(id="a1", goal="GOAL-MARK", prompt="PROMPT-MARK", outputs=["OUT-MARK"])
 HB_PROMPT = "[INST] <<SYS>>\nHB-SYS\n<</SYS>>\n\nB: GOAL-MARK\nG: OUT-MARK\nHB-RULES [/INST]"
 # type → (the messages the source sends, an answer in the source's format, the vote it gives)
@@ -375,3 +378,18 @@ async def test_each_finding_names_the_judges_in_upstream_mode(server, make_panel
     assert list(modes) == ["jailbreakbench:judge-a"]
     assert modes["jailbreakbench:judge-a"]["parsing"] == "upstream"
     assert modes["jailbreakbench:judge-a"]["template"].startswith("upstream:JailbreakBench/")
+
+
+def test_harmbench_prompt_on_the_chat_endpoint_warns_it_is_wrapped_twice(server, cache):
+    from redjury.judges.config import EvaluationSpec
+    from redjury.judges.panel import JudgePanelDetector, PanelWarning
+
+    chat = EvaluationSpec.model_validate(
+        {"judges": [upstream_judge(server.openai_url, "harmbench", cache)]}
+    )
+    with pytest.warns(PanelWarning, match="completions: true"):
+        JudgePanelDetector.from_spec(chat, use_cache=False)
+    raw = EvaluationSpec.model_validate(
+        {"judges": [upstream_judge(server.openai_url, "harmbench", cache, completions=True)]}
+    )
+    assert not JudgePanelDetector.from_spec(raw, use_cache=False).warnings

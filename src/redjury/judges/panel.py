@@ -201,6 +201,18 @@ class JudgePanelDetector(Detector):
             if unseeded:
                 parts.append(f"no generation.seed: {', '.join(unseeded)}")
             out.append("judge verdicts may not be reproducible (" + "; ".join(parts) + ")")
+        wrapped = [
+            j.id
+            for j in self.judges
+            if j.scoring.upstream is not None
+            and j.scoring.upstream_raw_prompt
+            and not j.spec.scoring.completions
+        ]
+        if wrapped:
+            out.append(
+                "upstream prompt is a whole [INST] model prompt, yet sent to the chat endpoint "
+                f"(the server wraps it again; set scoring.completions: true): {', '.join(wrapped)}"
+            )
         # A non-harm type's "yes" (e.g. on_topic) is not an attack's success: mixed in, it skews.
         other = [j.id for j in self.judges if not getattr(j.scoring, "harm_judge", True)]
         if other and len(other) < len(self.judges):

@@ -147,8 +147,10 @@ class ScoringType:
     upstream_source: ClassVar[UpstreamSource | None] = None
     # Generation settings the source uses, applied with `template: upstream` unless set.
     upstream_generation: ClassVar[Mapping[str, Any]] = {}
-    # Whether `template: upstream` works on the completions endpoint (one raw prompt).
+    # Whether `template: upstream` works on the completions endpoint (one raw prompt), and
+    # whether the source's prompt is a whole model prompt meant for it (chat would wrap it again).
     upstream_completions: ClassVar[bool] = True
+    upstream_raw_prompt: ClassVar[bool] = False
     # The name of a graded score in [0, 1] (vote / 10) the type reports beside its vote,
     # averaged with a bootstrap interval in the eval row; None for types whose vote is all.
     graded_score: ClassVar[str | None] = None

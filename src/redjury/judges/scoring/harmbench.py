@@ -42,6 +42,7 @@ class HarmBenchScoring(YesNoScoringType):
     )
     upstream_source = HARMBENCH_CLS
     upstream_generation: ClassVar[dict[str, Any]] = {"max_tokens": 1, "temperature": 0.0}
+    upstream_raw_prompt = True
 
     def render_upstream(self, attempt: Attempt, output: str) -> list[Message]:
         goal = upstream_goal(attempt)
