@@ -217,15 +217,43 @@ async def test_strongreject_unreadable_is_nan_left_out_without_reask(server, mak
     assert (vote["score"], vote["vote"]) == (None, "NaN")
 
 
-def test_llamaguard_upstream_refuses_the_completions_endpoint(cache):
-    spec = judge("http://127.0.0.1:9", "m", "llamaguard", scoring={}).get("scoring")
+def test_llamaguard_on_completions_needs_the_models_full_prompt(cache):
     from redjury.judges.config import ScoringSpec
 
     scoring = ScoringSpec.model_validate(
-        spec | {"template": "upstream", "completions": True, "upstream": {"cache_dir": str(cache)}}
+        {"type": "llamaguard", "template": "upstream", "completions": True}
     )
-    with pytest.raises(up.UpstreamError, match="needs the chat endpoint"):
+    with pytest.raises(up.UpstreamError, match="needs scoring.upstream.prompt_file"):
         get_scoring_type("llamaguard").from_spec(scoring)
+
+
+async def test_llamaguard_full_prompt_on_the_completions_endpoint(make_panel, tmp_path):
+    # A stand-in in the shape of a chat template's output, not Llama Guard's own text.
+    prompt_file = tmp_path / "guard.txt"
+    prompt_file.write_text(
+        "<|user|>TASK {json: braces}\nUser: {prompt}\nAgent: {output}\n<|assistant|>\n"
+    )
+    attempt = ATTEMPT.model_copy(update={"outputs": ["says {prompt} literally"]})
+    with CompletionsServer() as raw:
+        raw.set_script(always(Reply("unsafe\nS2")))
+        spec = judge(
+            raw.openai_url,
+            "judge-a",
+            "llamaguard",
+            scoring={
+                "template": "upstream",
+                "completions": True,
+                "upstream": {"prompt_file": str(prompt_file)},
+            },
+        )
+        finding = await _one(make_panel, spec, attempt)
+        [req] = raw.posts
+    assert req.path == "/v1/completions"
+    assert req.json["prompt"] == (
+        "<|user|>TASK {json: braces}\nUser: PROMPT-MARK\n"
+        "Agent: says {prompt} literally\n<|assistant|>\n"
+    )
+    assert finding.details["votes"] == {"llamaguard:judge-a": 10.0}
 
 
 @pytest.mark.parametrize("kind", ["scorer", "rag_outcome"])

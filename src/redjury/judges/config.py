@@ -89,6 +89,13 @@ class UpstreamSpec(_Strict):
     )
     timeout: float = Field(30.0, gt=0, description="Seconds to wait for the download.")
     offline: bool = Field(False, description="Never download; the file must be in the cache.")
+    prompt_file: str | None = Field(
+        None,
+        description=(
+            "`llamaguard` on the completions endpoint: a file with the model's full prompt "
+            "(its chat template's output), `{prompt}` and `{output}` marking the two turns."
+        ),
+    )
 
 
 class ScoringSpec(_Strict):

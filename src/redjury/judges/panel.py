@@ -172,7 +172,7 @@ class JudgePanelDetector(Detector):
         self._upstream = {
             j.id: {"parsing": j.scoring.parsing, "template": j.scoring.version}
             for j in self.judges
-            if j.scoring.parsing == "upstream" or j.scoring.upstream is not None
+            if j.scoring.parsing == "upstream" or j.scoring.uses_upstream_template
         }
         self._inflight: dict[bytes, asyncio.Future[Vote]] = {}
         self.warnings = self._check()
@@ -204,7 +204,7 @@ class JudgePanelDetector(Detector):
         wrapped = [
             j.id
             for j in self.judges
-            if j.scoring.upstream is not None
+            if j.scoring.uses_upstream_template
             and j.scoring.upstream_raw_prompt
             and not j.spec.scoring.completions
         ]

@@ -205,6 +205,10 @@ class ScoringType:
     def version(self) -> str:
         return self.template.name
 
+    @property
+    def uses_upstream_template(self) -> bool:
+        return bool(getattr(self, "_upstream_shape", False))
+
     def part(self, name: str) -> str:
         assert self.upstream is not None, "template: upstream was not fetched"
         return self.upstream.parts[name]
@@ -238,7 +242,7 @@ class ScoringType:
 
     def render(self, attempt: Attempt, output: str) -> list[Message]:
         """The chat messages a judge receives for one output."""
-        if getattr(self, "_upstream_shape", False):
+        if self.uses_upstream_template:
             return self.render_upstream(attempt, output)
         values = self.values(attempt, output)
         inputs = self._inputs_ctx if (attempt.goal_context and self._inputs_ctx) else self._inputs
