@@ -421,3 +421,31 @@ def test_harmbench_prompt_on_the_chat_endpoint_warns_it_is_wrapped_twice(server,
         {"judges": [upstream_judge(server.openai_url, "harmbench", cache, completions=True)]}
     )
     assert not JudgePanelDetector.from_spec(raw, use_cache=False).warnings
+
+
+def test_run_without_the_prompt_offline_is_a_clear_exit_2(server, tmp_path):
+    from test_panel_cli import run, write_attempts
+
+    spec = judge(
+        server.openai_url,
+        "m",
+        "harmbench",
+        scoring={
+            "template": "upstream",
+            "upstream": {"offline": True, "cache_dir": str(tmp_path / "empty")},
+        },
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({"evaluation": {"judges": [spec]}}))
+    result = run(
+        tmp_path,
+        write_attempts(tmp_path / "a.jsonl", 2),
+        "--config",
+        config,
+        "--out",
+        tmp_path / "out",
+    )
+    assert result.returncode == 2
+    assert "judge harmbench:m: scoring (template: upstream)" in result.stderr
+    assert "HarmBench/" + up.HARMBENCH_CLS.revision + "/eval_utils.py" in result.stderr
+    assert server.count == 0

@@ -20,6 +20,7 @@ from redjury.judges.config import EvaluationSpec, JudgeSpec
 from redjury.judges.engine import JudgeEngine
 from redjury.judges.providers import provider_for
 from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
+from redjury.judges.upstream import UpstreamError
 
 
 class PanelWarning(UserWarning):
@@ -31,7 +32,10 @@ class Judge(AskingJudge):
 
     def __init__(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> None:
         s = spec.scoring
-        scoring = get_scoring_type(s.type).from_spec(s)
+        try:
+            scoring = get_scoring_type(s.type).from_spec(s)
+        except UpstreamError as exc:
+            raise UpstreamError(f"judge {judge_id}: scoring (template: upstream): {exc}") from exc
         spec = upstream_generation(spec, scoring)
         provider = (
             completions_provider_for(spec, logprobs=s.logprobs)
