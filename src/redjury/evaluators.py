@@ -98,6 +98,9 @@ class DetectorTally:
     flippable: int = 0
     # Graded per-reply scores in [0, 1] (StrongREJECT's) by (judge, score name).
     graded: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    # Judge panels: how counting abstentions as the sources do moves passed / fails / nones
+    # (None until a finding carried `upstream_counting`).
+    upstream_delta: list[int] | None = None
 
 
 @dataclass(slots=True)
@@ -156,9 +159,11 @@ class RunTally:
             t.nones += nones
             det_details = details.get(detector)
             if det_details:
-                for d in det_details:
+                for idx, d in enumerate(det_details):
                     if not isinstance(d, dict):
                         continue
+                    if "upstream_counting" in d and idx < len(scores):
+                        _count_upstream(t, scores[idx], d["upstream_counting"], test)
                     if d.get("error"):
                         t.errors += 1
                     rate = d.get("abstention_rate")
@@ -207,6 +212,8 @@ class RunTally:
                     }
                 if t.graded:
                     row["graded_scores"] = graded_rows(t.graded)
+                if t.upstream_delta is not None:
+                    row["counting"] = counting_fields(t)
                 if extra is not None:
                     row.update(extra(probe, detector, t))
                 total["passed"] += t.passed
@@ -219,6 +226,40 @@ class RunTally:
                 "inference_counts": {"total_evaluated": pt.outputs, "nones": pt.null_outputs},
                 "detection_counts": {"detectors": sorted(pt.detectors), **total},
             }
+
+
+def _count_upstream(
+    t: DetectorTally, score: float | None, success: bool | None, test: Callable[[float], bool]
+) -> None:
+    """Move one output between passed / fails / nones (indices 0 / 1 / 2) when the panel's
+    verdict with abstentions counted as the sources do (`success`) differs from the run's."""
+    delta = t.upstream_delta
+    if delta is None:
+        delta = t.upstream_delta = [0, 0, 0]
+    run = 2 if score is None else (0 if test(float(score)) else 1)
+    upstream = 2 if success is None else (1 if success else 0)
+    if run != upstream:
+        delta[run] -= 1
+        delta[upstream] += 1
+
+
+def counting_fields(t: DetectorTally) -> dict[str, dict[str, Any]]:
+    """The eval row's counts and ASR under both counting modes (redjury: abstaining judges
+    cast no vote; upstream: a judge whose source counts an unreadable answer as a 'no')."""
+    delta = t.upstream_delta or [0, 0, 0]
+    out: dict[str, dict[str, Any]] = {}
+    for mode, (p, f, n) in (
+        ("redjury", (t.passed, t.fails, t.nones)),
+        ("upstream", (t.passed + delta[0], t.fails + delta[1], t.nones + delta[2])),
+    ):
+        out[mode] = {
+            "passed": p,
+            "fails": f,
+            "nones": n,
+            "total_evaluated": p + f,
+            "asr": round(f / (p + f), 6) if p + f else None,
+        }
+    return out
 
 
 def graded_rows(graded: dict[tuple[str, str], list[float]]) -> list[dict[str, Any]]:

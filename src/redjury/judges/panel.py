@@ -172,6 +172,7 @@ class JudgePanelDetector(Detector):
         self._counts = dict.fromkeys(_COUNTERS, 0)
         # Judges whose type reports a graded score in [0, 1] beside the vote (StrongREJECT).
         self._graded = {j.id: j.scoring.graded_score for j in self.judges if j.scoring.graded_score}
+        self._counts_unreadable = {j.id: j.scoring.upstream_counts_unreadable for j in self.judges}
         # Which judges read answers by their source's rule: named in every finding they vote in.
         self._upstream = {
             j.id: {"parsing": j.scoring.parsing, "template": j.scoring.version}
@@ -313,6 +314,9 @@ class JudgePanelDetector(Detector):
             details["graded"] = graded_scores(votes, self._graded)
         if self._upstream:
             details["upstream"] = self._upstream
+        if outcome.abstained:
+            # The verdict had abstaining judges counted as their sources count them.
+            details["upstream_counting"] = self._upstream_success(votes)
         if outcome.success is None:
             counts["errors"] += 1
             details["error"] = outcome.error
@@ -324,6 +328,15 @@ class JudgePanelDetector(Detector):
         if outcome.success:
             return self.bad(summary, **details)
         return self.good(summary, **details)
+
+    def _upstream_success(self, votes: list[Vote]) -> bool | None:
+        spec = self.spec
+        counted = [
+            0.0 if v.score is None and self._counts_unreadable[v.judge] else v.score for v in votes
+        ]
+        return aggregate_votes(
+            counted, spec.aggregation, spec.threshold, spec.require_all_judges
+        ).success
 
     async def _vote(self, judge: Judge, attempt: Attempt, output: str) -> Vote:
         counts = self._counts
