@@ -436,6 +436,23 @@ def _recorded(cfg: RunConfig, grader: str | None, records: list[Path]) -> Detect
     return built
 
 
+def source_relation(scoring_type: Any) -> dict[str, Any]:
+    """How a scoring type relates to its source: relation, what differs, the upstream file."""
+    out: dict[str, Any] = {"relation": getattr(scoring_type, "relation", "")}
+    differs = getattr(scoring_type, "differs", "")
+    if differs:
+        out["differs"] = differs
+    source = getattr(scoring_type, "upstream_source", None)
+    if source is not None:
+        out["upstream"] = {
+            "repo": source.repo,
+            "revision": source.revision,
+            "path": source.path,
+            "reads": source.note,
+        }
+    return out
+
+
 @detectors_app.command("list")
 def detectors_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
@@ -466,6 +483,7 @@ def detectors_list(
                     "hazards": list(getattr(st, "hazards", ())),
                     "description": getattr(st, "description", ""),
                     "default_enabled": False,
+                    **source_relation(st),
                 }
             )
     except ImportError:
@@ -476,10 +494,14 @@ def detectors_list(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "family", "hazards", "description", box=None)
+    table = Table("name", "family", "hazards", "description", "source", box=None)
     for item in items:
         table.add_row(
-            item["name"], item["family"], ", ".join(item["hazards"]) or "-", item["description"]
+            item["name"],
+            item["family"],
+            ", ".join(item["hazards"]) or "-",
+            item["description"],
+            item.get("relation", ""),
         )
     Console(width=160).print(table)
 

@@ -96,6 +96,11 @@ class DetectorTally:
     abstain_sum: float = 0.0
     abstain_n: int = 0
     flippable: int = 0
+    # Graded per-reply scores in [0, 1] (StrongREJECT's) by (judge, score name).
+    graded: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    # Judge panels: how counting abstentions as the sources do moves passed / fails / nones
+    # (None until a finding carried `upstream_counting`).
+    upstream_delta: list[int] | None = None
 
 
 @dataclass(slots=True)
@@ -154,9 +159,11 @@ class RunTally:
             t.nones += nones
             det_details = details.get(detector)
             if det_details:
-                for d in det_details:
+                for idx, d in enumerate(det_details):
                     if not isinstance(d, dict):
                         continue
+                    if "upstream_counting" in d and idx < len(scores):
+                        _count_upstream(t, scores[idx], d["upstream_counting"], test)
                     if d.get("error"):
                         t.errors += 1
                     rate = d.get("abstention_rate")
@@ -165,6 +172,8 @@ class RunTally:
                         t.abstain_n += 1
                     if d.get("flippable"):
                         t.flippable += 1
+                    for judge, g in (d.get("graded") or {}).items():
+                        t.graded.setdefault((judge, g["name"]), []).append(float(g["score"]))
             pair = (passed + fails, fails)
             t.per_prompt[pair] = t.per_prompt.get(pair, 0) + 1
             if intent is not None:
@@ -201,6 +210,10 @@ class RunTally:
                         k: {"passed": v[0], "total_evaluated": v[1], "nones": v[2]}
                         for k, v in sorted(t.intents.items())
                     }
+                if t.graded:
+                    row["graded_scores"] = graded_rows(t.graded)
+                if t.upstream_delta is not None:
+                    row["counting"] = counting_fields(t)
                 if extra is not None:
                     row.update(extra(probe, detector, t))
                 total["passed"] += t.passed
@@ -229,6 +242,50 @@ def _hit_output(text: str | None, idx: int, fields: Any) -> Any:
         return {"text": text}
     entry = fields[idx] if fields is not None and idx < len(fields) else None
     return text if entry is None else {"text": text, **entry}
+
+
+def _count_upstream(
+    t: DetectorTally, score: float | None, success: bool | None, test: Callable[[float], bool]
+) -> None:
+    """Move one output between passed / fails / nones (indices 0 / 1 / 2) when the panel's
+    verdict with abstentions counted as the sources do (`success`) differs from the run's."""
+    delta = t.upstream_delta
+    if delta is None:
+        delta = t.upstream_delta = [0, 0, 0]
+    run = 2 if score is None else (0 if test(float(score)) else 1)
+    upstream = 2 if success is None else (1 if success else 0)
+    if run != upstream:
+        delta[run] -= 1
+        delta[upstream] += 1
+
+
+def counting_fields(t: DetectorTally) -> dict[str, dict[str, Any]]:
+    """The eval row's counts and ASR under both counting modes (redjury: abstaining judges
+    cast no vote; upstream: a judge whose source counts an unreadable answer as a 'no')."""
+    delta = t.upstream_delta or [0, 0, 0]
+    out: dict[str, dict[str, Any]] = {}
+    for mode, (p, f, n) in (
+        ("redjury", (t.passed, t.fails, t.nones)),
+        ("upstream", (t.passed + delta[0], t.fails + delta[1], t.nones + delta[2])),
+    ):
+        out[mode] = {
+            "passed": p,
+            "fails": f,
+            "nones": n,
+            "total_evaluated": p + f,
+            "asr": round(f / (p + f), 6) if p + f else None,
+        }
+    return out
+
+
+def graded_rows(graded: dict[tuple[str, str], list[float]]) -> list[dict[str, Any]]:
+    """Per judge and graded score: the mean over replies with its bootstrap interval."""
+    from redjury.stats.means import bootstrap_mean
+
+    return [
+        {"judge": judge, "score": name, **bootstrap_mean(values)}
+        for (judge, name), values in sorted(graded.items())
+    ]
 
 
 class HitlogBuilder:

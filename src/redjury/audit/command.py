@@ -92,6 +92,7 @@ def audit_rows(result: AuditResult, on_failure: str) -> list[dict[str, Any]]:
                 "judge": name,
                 **metrics,
                 "robustness": {w: by[name] for w, by in result.robustness.items()},
+                "counting": result.counting.get(name, {}),
             }
         )
     for name, metrics in result.stored.items():
@@ -136,6 +137,22 @@ def _ci(value: Any, ci: Any, pct: bool = True) -> str:
     if pct:
         return _pct(value) if not ci else f"{_pct(value)} [{100 * ci[0]:.1f}–{100 * ci[1]:.1f}]"
     return f"{value:.2f}" if not ci else f"{value:.2f} [{ci[0]:.2f}–{ci[1]:.2f}]"
+
+
+def counting_lines(result: AuditResult) -> list[str]:
+    """One line per judge and the panel where the two counting modes differ: the ASR and the
+    accuracy with abstentions left out (redjury) and counted as the source does (upstream)."""
+    out = []
+    for name, modes in result.counting.items():
+        r, u = modes.get("redjury", {}), modes.get("upstream", {})
+        if not r or not u or (r.get("asr"), r.get("counted")) == (u.get("asr"), u.get("counted")):
+            continue
+        out.append(
+            f"counting {name}: ASR {_pct(r['asr'])}% of {r['counted']} (redjury: abstentions "
+            f"left out) vs {_pct(u['asr'])}% of {u['counted']} (upstream); accuracy "
+            f"{_pct(r.get('accuracy'))}% vs {_pct(u.get('accuracy'))}%"
+        )
+    return out
 
 
 def render_table(result: AuditResult, *, width: int = 172) -> str:
@@ -190,6 +207,7 @@ def render_table(result: AuditResult, *, width: int = 172) -> str:
     buf = io.StringIO()
     Console(file=buf, width=width, color_system=None, force_terminal=False).print(table)
     lines = ["\n".join(line.rstrip() for line in buf.getvalue().rstrip().splitlines())]
+    lines.extend(counting_lines(result))
     if result.fleiss_kappa is not None:
         lines.append(
             f"Fleiss' κ between judges: {result.fleiss_kappa:.3f} "

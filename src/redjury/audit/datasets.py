@@ -3,23 +3,19 @@ checksummed, cached) and the user's own CSV/JSONL files; seeded stratified sampl
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import csv
 import hashlib
 import io
 import json
-import os
 import random
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from platformdirs import user_cache_dir
 
+from redjury.downloads import DownloadError, check_sha256, download_pinned
 from redjury.judges.config import DEFAULT_HARMBENCH_REVISION, CalibrationSpec
 
 HARMBENCH_BASE_URL = "https://raw.githubusercontent.com/centerforaisafety/HarmBench"
@@ -55,7 +51,7 @@ STORED_JUDGES = (
 )
 
 
-class DatasetError(Exception):
+class DatasetError(DownloadError):
     """Calibration data that cannot be loaded; the message says what to do about it."""
 
 
@@ -116,74 +112,19 @@ def cache_dir_of(spec: CalibrationSpec) -> Path:
 
 
 # -- download ------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _check_sha_as(path: Path, name: str, revision: str, where: str) -> None:
     expected = HARMBENCH_SHA256.get(revision, {}).get(name)
-    if expected is None:
-        return
-    actual = _sha256(path)
-    if actual != expected:
-        raise DatasetError(
-            f"{name}: SHA-256 mismatch for HarmBench revision {revision} ({where}): "
-            f"expected {expected}, got {actual}"
-        )
+    what = f"{name}: SHA-256 mismatch for HarmBench revision {revision}"
+    try:
+        check_sha256(path, expected, what, where)
+    except DownloadError as exc:
+        raise DatasetError(str(exc)) from exc
 
 
 def _download(url: str, dest: Path, revision: str, timeout: float) -> None:
-    """Stream `url` into a temporary file beside `dest`; rename only once complete and checked."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            _run_async(_stream_into(url, fh, timeout))
-            fh.flush()
-            os.fsync(fh.fileno())
-        _check_sha_as(tmp, dest.name, revision, "downloaded")
-        os.replace(tmp, dest)
-    except aiohttp.ClientPayloadError as exc:
-        raise DatasetError(f"{url}: truncated download, nothing kept: {exc}") from exc
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise DatasetError(f"{url}: download failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-async def _stream_into(url: str, fh: Any, timeout: float) -> None:
-    # trust_env: the download honours HTTPS_PROXY / NO_PROXY and SSL_CERT_FILE like the judges.
-    client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
-    async with (
-        aiohttp.ClientSession(timeout=client_timeout, trust_env=True) as session,
-        session.get(url, auto_decompress=False) as response,
-    ):
-        if response.status != 200:
-            raise DatasetError(f"{url}: HTTP {response.status}")
-        expected_len = response.headers.get("content-length")
-        received = 0
-        async for chunk in response.content.iter_chunked(1 << 16):
-            fh.write(chunk)
-            received += len(chunk)
-    # aiohttp notices most short bodies itself; this covers servers that close early
-    # without one (and makes the rule explicit: a partial file is never kept).
-    if expected_len is not None and received != int(expected_len):
-        raise DatasetError(f"{url}: truncated download ({received} of {expected_len} bytes)")
-
-
-def _run_async(coro: Any) -> Any:
-    """Run a coroutine to the end from sync code, also when called inside a running loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+    download_pinned(
+        url, dest, timeout, lambda tmp: _check_sha_as(tmp, dest.name, revision, "downloaded")
+    )
 
 
 def _missing_help(missing: Sequence[tuple[str, Path]], cause: str) -> str:
@@ -219,9 +160,9 @@ def fetch_harmbench(
     for url, local in missing:
         try:
             _download(url, local, revision, timeout)
-        except DatasetError as exc:
+        except DownloadError as exc:
             if "SHA-256" in str(exc) or "truncated" in str(exc):
-                raise
+                raise DatasetError(str(exc)) from exc
             raise DatasetError(_missing_help(missing, str(exc))) from exc
     for local in files.values():
         _check_sha_as(

@@ -18,6 +18,7 @@ import numpy as np
 
 from redjury import __version__
 from redjury.attempts import Attempt
+from redjury.audit.counting import counting_report, upstream_panel
 from redjury.audit.datasets import STORED_JUDGES, CalibrationSet, LabelledSample, sample_ids_digest
 from redjury.audit.metrics import (
     binary_metrics,
@@ -71,6 +72,7 @@ class PassResult:
 
     detected: dict[str, np.ndarray]
     abstained: dict[str, np.ndarray]
+    scores: dict[str, list[float | None]] = field(default_factory=dict)
 
 
 def to_attempt(sample: LabelledSample, response: str | None = None) -> Attempt:
@@ -100,10 +102,12 @@ async def judge_pass(
     n = len(findings)
     detected: dict[str, np.ndarray] = {}
     abstained: dict[str, np.ndarray] = {}
+    judge_scores: dict[str, list[float | None]] = {}
     if _is_panel(detector):
         for judge in member_ids(detector):
             scores = [(f.details or {}).get("votes", {}).get(judge) for f in findings]
             abstained[judge] = np.array([s is None for s in scores], dtype=bool)
+            judge_scores[judge] = scores
             detected[judge] = np.array(
                 [s is not None and s >= threshold for s in scores], dtype=bool
             )
@@ -113,7 +117,7 @@ async def judge_pass(
     abstained[name] = np.array([f.score is None for f in findings], dtype=bool)
     detected[name] = np.array([f.score is not None and f.score >= 0.5 for f in findings])
     assert all(v.shape == (n,) for v in detected.values())
-    return PassResult(detected, abstained)
+    return PassResult(detected, abstained, judge_scores)
 
 
 # -- the result ----------------------------------------------------------------------------
@@ -132,6 +136,8 @@ class AuditResult:
     gate: dict[str, Any]
     correction: dict[str, int]  # the aggregate's counts over non-abstained samples
     settings: dict[str, Any] = field(default_factory=dict)
+    # name → counting mode (redjury / upstream) → metrics and ASR (audit/counting.py)
+    counting: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     created_at: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -149,6 +155,7 @@ class AuditResult:
             "robustness": self.robustness,
             "gate": self.gate,
             "correction": self.correction,
+            "counting": self.counting,
             "created_at": self.created_at,
             "redjury_version": __version__,
         }
@@ -268,6 +275,7 @@ async def audit_detector(
             seed=seed,
         )
     c = sensitivity_counts(base.detected[aggregate], labels, base.abstained[aggregate])
+    counting = _counting(detector, base, labels, threshold, level, iterations, seed)
     settings: dict[str, Any] = {
         "level": level,
         "bootstrap_iterations": iterations,
@@ -293,7 +301,40 @@ async def audit_detector(
         gate=flip_gate(robustness, members, rob.max_flip_rate, rob.enabled),
         correction={"tp": c.tp, "fn": c.fn, "tn": c.tn, "fp": c.fp},
         settings=settings,
+        counting=counting,
         created_at=dt.datetime.now(dt.UTC).isoformat(),
+    )
+
+
+def _counting(
+    detector: Detector,
+    base: PassResult,
+    labels: np.ndarray,
+    threshold: float,
+    level: float,
+    iterations: int,
+    seed: int,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The baseline pass's metrics and ASR under both counting modes (audit/counting.py)."""
+    rules: dict[str, bool] = {}
+    panel = None
+    if _is_panel(detector):
+        judges = detector.judges  # type: ignore[attr-defined]
+        rules = {j.id: j.scoring.upstream_counts_unreadable for j in judges}
+        spec = detector.spec  # type: ignore[attr-defined]
+        det, abst = upstream_panel(
+            base.scores, rules, spec.aggregation, threshold, spec.require_all_judges
+        )
+        panel = (PANEL, det, abst)
+    return counting_report(
+        base.detected,
+        base.abstained,
+        labels,
+        rules,
+        panel,
+        level=level,
+        iterations=iterations,
+        seed=seed,
     )
 
 

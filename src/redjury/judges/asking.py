@@ -164,7 +164,7 @@ class AskingJudge:
                 return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens)
             parsed = self.scoring.parse_logprobs(answer.top_logprobs)
         else:
-            parsed = self.scoring.parse(answer.text)
+            parsed = self.scoring.read(answer.text)
         # A readable answer that decides nothing (label set, no score) is final: no re-ask.
         if self.logprobs or parsed.score is not None or parsed.label is not None:
             return JudgeResult(
@@ -178,7 +178,7 @@ class AskingJudge:
             failed = f"unreadable answer ({parsed.reason}), re-ask failed: {exc}"
             return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens, reasked=True)
         tokens = (tokens[0] + second.prompt_tokens, tokens[1] + second.completion_tokens)
-        parsed = self.scoring.parse(second.text)
+        parsed = self.scoring.read(second.text)
         reason = parsed.reason
         if parsed.score is None and parsed.label is None:
             reason = f"unreadable after re-ask: {parsed.reason}"

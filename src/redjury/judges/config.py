@@ -95,6 +95,36 @@ class GenerationSpec(BaseModel):
     )
 
 
+class UpstreamSpec(_Strict):
+    """The source repository file a `template: upstream` judge reads its prompt from."""
+
+    revision: str | None = Field(
+        None, description="Git revision to read; default the type's pinned revision."
+    )
+    sha256: str | None = Field(
+        None,
+        description=(
+            "Expected SHA-256 of the downloaded file; default the type's pin, else the hash "
+            "recorded on first download."
+        ),
+    )
+    cache_dir: str | None = Field(
+        None, description="Download cache; default ~/.cache/redjury/upstream."
+    )
+    base_url: str | None = Field(
+        None, description="Override the raw-file base URL (mirrors, tests): BASE/REPO/REV/PATH."
+    )
+    timeout: float = Field(30.0, gt=0, description="Seconds to wait for the download.")
+    offline: bool = Field(False, description="Never download; the file must be in the cache.")
+    prompt_file: str | None = Field(
+        None,
+        description=(
+            "`llamaguard` on the completions endpoint: a file with the model's full prompt "
+            "(its chat template's output), `{prompt}` and `{output}` marking the two turns."
+        ),
+    )
+
+
 class ScoringSpec(_Strict):
     """Which judge prompt and parser a model uses."""
 
@@ -105,7 +135,24 @@ class ScoringSpec(_Strict):
     system_prompt: str | None = Field(
         None, description="Replace the type's built-in instruction with your own."
     )
-    template: str | None = Field(None, description="Path of a whole replacement prompt template.")
+    template: str | None = Field(
+        None,
+        description=(
+            "Path of a whole replacement prompt template, or `upstream`: the source's own "
+            "prompt, downloaded at run time at a pinned revision (see `upstream`)."
+        ),
+    )
+    parsing: Literal["redjury", "upstream"] = Field(
+        "redjury",
+        description=(
+            "`redjury`: the strict parser, unreadable answers abstain and leave the "
+            "denominator. `upstream`: the source's own answer rule and counting."
+        ),
+    )
+    upstream: UpstreamSpec = Field(
+        default_factory=UpstreamSpec,  # type: ignore[arg-type]
+        description="Where `template: upstream` reads the source's prompt from.",
+    )
     logprobs: bool = Field(
         False, description="Read P(yes) from the first token's logprobs (yes/no types)."
     )

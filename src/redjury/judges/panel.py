@@ -19,7 +19,8 @@ from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
 from redjury.judges.engine import JudgeEngine
 from redjury.judges.providers import provider_for
-from redjury.judges.scoring import MissingInput, get_scoring_type
+from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
+from redjury.judges.upstream import UpstreamError
 from redjury.redaction import Redactor, strip_url_credentials
 
 
@@ -32,7 +33,11 @@ class Judge(AskingJudge):
 
     def __init__(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> None:
         s = spec.scoring
-        scoring = get_scoring_type(s.type)(s.system_prompt, s.template)
+        try:
+            scoring = get_scoring_type(s.type).from_spec(s)
+        except UpstreamError as exc:
+            raise UpstreamError(f"judge {judge_id}: scoring (template: upstream): {exc}") from exc
+        spec = upstream_generation(spec, scoring)
         provider = (
             completions_provider_for(spec, logprobs=s.logprobs)
             if s.completions
@@ -42,6 +47,7 @@ class Judge(AskingJudge):
             spec, scoring, scoring_name=s.type, system_prompt=s.system_prompt
         )
         fields["logprobs"] = s.logprobs
+        fields["parsing"] = s.parsing
         super().__init__(judge_id, spec, scoring, provider, engine, fields, logprobs=s.logprobs)
         self.models_route = engine.route(
             provider.base_url,
@@ -50,6 +56,26 @@ class Judge(AskingJudge):
             min(spec.connection.timeout, 10.0),
             method="GET",
         )
+
+
+def upstream_generation(spec: JudgeSpec, scoring: ScoringType) -> JudgeSpec:
+    """With `template: upstream`, the source's generation settings where the user set none
+    (HarmBench's classifier: one greedy token)."""
+    if scoring.upstream is None or not scoring.upstream_generation:
+        return spec
+    given = spec.generation.model_fields_set
+    update = {k: v for k, v in scoring.upstream_generation.items() if k not in given}
+    generation = spec.generation.model_copy(update=update)
+    return spec.model_copy(update={"generation": generation})
+
+
+def graded_scores(votes: Iterable[Vote], graded: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """judge → {name, score in [0, 1]} for the judges whose type reports a graded score."""
+    return {
+        v.judge: {"name": graded[v.judge], "score": round(v.score / 10.0, 6)}
+        for v in votes
+        if v.judge in graded and v.score is not None
+    }
 
 
 def judge_ids(specs: Iterable[JudgeSpec]) -> list[str]:
@@ -145,6 +171,15 @@ class JudgePanelDetector(Detector):
         if use_cache and self.judges:
             self.cache = JudgeCache(cache_path or default_cache_path())
         self._counts = dict.fromkeys(_COUNTERS, 0)
+        # Judges whose type reports a graded score in [0, 1] beside the vote (StrongREJECT).
+        self._graded = {j.id: j.scoring.graded_score for j in self.judges if j.scoring.graded_score}
+        self._counts_unreadable = {j.id: j.scoring.upstream_counts_unreadable for j in self.judges}
+        # Which judges read answers by their source's rule: named in every finding they vote in.
+        self._upstream = {
+            j.id: {"parsing": j.scoring.parsing, "template": j.scoring.version}
+            for j in self.judges
+            if j.scoring.parsing == "upstream" or j.scoring.uses_upstream_template
+        }
         self._inflight: dict[bytes, asyncio.Future[Vote]] = {}
         self.warnings = self._check()
         for message in self.warnings:
@@ -172,6 +207,18 @@ class JudgePanelDetector(Detector):
             if unseeded:
                 parts.append(f"no generation.seed: {', '.join(unseeded)}")
             out.append("judge verdicts may not be reproducible (" + "; ".join(parts) + ")")
+        wrapped = [
+            j.id
+            for j in self.judges
+            if j.scoring.uses_upstream_template
+            and j.scoring.upstream_raw_prompt
+            and not j.spec.scoring.completions
+        ]
+        if wrapped:
+            out.append(
+                "upstream prompt is a whole [INST] model prompt, yet sent to the chat endpoint "
+                f"(the server wraps it again; set scoring.completions: true): {', '.join(wrapped)}"
+            )
         # A non-harm type's "yes" (e.g. on_topic) is not an attack's success: mixed in, it skews.
         other = [j.id for j in self.judges if not getattr(j.scoring, "harm_judge", True)]
         if other and len(other) < len(self.judges):
@@ -275,6 +322,13 @@ class JudgePanelDetector(Detector):
             "cached": sum(v.result.cached for v in votes),
             "judges": [v.to_json() for v in votes],
         }
+        if self._graded:
+            details["graded"] = graded_scores(votes, self._graded)
+        if self._upstream:
+            details["upstream"] = self._upstream
+        if outcome.abstained:
+            # The verdict had abstaining judges counted as their sources count them.
+            details["upstream_counting"] = self._upstream_success(votes)
         if outcome.success is None:
             counts["errors"] += 1
             details["error"] = outcome.error
@@ -286,6 +340,15 @@ class JudgePanelDetector(Detector):
         if outcome.success:
             return self.bad(summary, **details)
         return self.good(summary, **details)
+
+    def _upstream_success(self, votes: list[Vote]) -> bool | None:
+        spec = self.spec
+        counted = [
+            0.0 if v.score is None and self._counts_unreadable[v.judge] else v.score for v in votes
+        ]
+        return aggregate_votes(
+            counted, spec.aggregation, spec.threshold, spec.require_all_judges
+        ).success
 
     async def _vote(self, judge: Judge, attempt: Attempt, output: str) -> Vote:
         counts = self._counts

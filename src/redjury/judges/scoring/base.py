@@ -6,18 +6,23 @@ Scoring types never see HTTP: they render chat messages and read answer text.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from orjson import loads as _json_loads
 
 from redjury.attempts import Attempt
+from redjury.judges.config import ScoringSpec
 from redjury.plugins import Registry
+
+if TYPE_CHECKING:
+    from redjury.judges.upstream import UpstreamPrompt, UpstreamSource
 
 ENTRY_POINT_GROUP = "redjury.scoring_types"
 BUILTIN_MODULES = (
@@ -33,10 +38,21 @@ BUILTIN_MODULES = (
 )
 
 Message = dict[str, str]
+UPSTREAM = "upstream"
 Answers = Literal["yes/no", "0-10"]
 
 _SECTION = re.compile(r"^=== (\w+) ===[ \t]*$", re.MULTILINE)
 _FIELD = re.compile(r"\{(goal|output|prompt|goal_context|context|expected|source)\}")
+
+
+def fill(template: str, **values: str) -> str:
+    """A source's `str.format` template filled the way the source fills it."""
+    try:
+        return template.format(**values)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(
+            f"the upstream template does not fill with {sorted(values)}: {exc}"
+        ) from exc
 
 
 class MissingInput(Exception):
@@ -122,6 +138,27 @@ class ScoringType:
         "Your answer could not be read. Answer again in the required format."
     )
 
+    # How the type relates to its source (`redjury detectors list`, README): `faithful`,
+    # `upstream-fetched` (faithful with `template: upstream`) or `redjury's own variant`.
+    relation: ClassVar[str] = "redjury's own variant"
+    # What differs from the source in the default (redjury) mode.
+    differs: ClassVar[str] = ""
+    # The source's prompt file for `template: upstream`; None when there is none to fetch.
+    upstream_source: ClassVar[UpstreamSource | None] = None
+    # Generation settings the source uses, applied with `template: upstream` unless set.
+    upstream_generation: ClassVar[Mapping[str, Any]] = {}
+    # Whether `template: upstream` works on the completions endpoint (one raw prompt), and
+    # whether the source's prompt is a whole model prompt meant for it (chat would wrap it again).
+    upstream_completions: ClassVar[bool] = True
+    upstream_raw_prompt: ClassVar[bool] = False
+    # The name of a graded score in [0, 1] (vote / 10) the type reports beside its vote,
+    # averaged with a bootstrap interval in the eval row; None for types whose vote is all.
+    graded_score: ClassVar[str | None] = None
+    # Whether the source keeps an unscored answer in the denominator as not a success.
+    upstream_counts_unreadable: ClassVar[bool] = True
+    parsing: str = "redjury"
+    upstream: UpstreamPrompt | None = None
+
     def __init__(self, system_prompt: str | None = None, template_path: str | None = None) -> None:
         self.template = Template.load(template_path or self.template_name)
         self.system_prompt = system_prompt
@@ -133,9 +170,60 @@ class ScoringType:
         self._inputs_ctx = _Compiled(ctx) if ctx else None
         self.reask_text = s.get("reask", self.default_reask)
 
+    @classmethod
+    def from_spec(cls, spec: ScoringSpec) -> ScoringType:
+        """The type as `spec` configures it: template (a path, or `upstream`) and parsing mode."""
+        if spec.template != UPSTREAM:
+            scoring = cls(spec.system_prompt, spec.template)
+        else:
+            scoring = cls(spec.system_prompt)
+            scoring.use_upstream(spec)
+        scoring.parsing = spec.parsing
+        return scoring
+
+    def use_upstream(self, spec: ScoringSpec) -> None:
+        """Render with the source's own prompt and message shape (`template: upstream`)."""
+        from redjury.judges.upstream import UpstreamError, fetch_upstream
+
+        if spec.completions and not self.upstream_completions:
+            raise UpstreamError(f"{self.name}: template: upstream needs the chat endpoint")
+        source = self.upstream_source
+        if source is None and type(self).render_upstream is ScoringType.render_upstream:
+            raise UpstreamError(
+                f"{self.name} has no upstream template; parsing: upstream works with its own"
+            )
+        if source is not None:
+            self.upstream = fetch_upstream(source, spec.upstream)
+            text = json.dumps(self.upstream.parts, sort_keys=True, ensure_ascii=False)
+            self.template = Template(self.upstream.name, text, {})
+        else:
+            # Only the message shape changes (e.g. Llama Guard's conversation turns).
+            self.template = Template(f"upstream-shape:{self.name}", self.name, {})
+        self._upstream_shape = True
+
     @property
     def version(self) -> str:
         return self.template.name
+
+    @property
+    def uses_upstream_template(self) -> bool:
+        return bool(getattr(self, "_upstream_shape", False))
+
+    def part(self, name: str) -> str:
+        assert self.upstream is not None, "template: upstream was not fetched"
+        return self.upstream.parts[name]
+
+    def render_upstream(self, attempt: Attempt, output: str) -> list[Message]:
+        """The source's messages for one output; each type with an upstream shape overrides."""
+        raise NotImplementedError(f"{self.name} has no upstream message shape")
+
+    def read(self, text: str) -> Parsed:
+        """The answer read in the configured mode: strict (`parse`) or the source's rule."""
+        return self.parse_upstream(text) if self.parsing == "upstream" else self.parse(text)
+
+    def parse_upstream(self, text: str) -> Parsed:
+        """The source's own answer rule; types without one read strictly."""
+        return self.parse(text)
 
     # -- rendering -----------------------------------------------------------------
     def values(self, attempt: Attempt, output: str) -> dict[str, str]:
@@ -154,6 +242,8 @@ class ScoringType:
 
     def render(self, attempt: Attempt, output: str) -> list[Message]:
         """The chat messages a judge receives for one output."""
+        if self.uses_upstream_template:
+            return self.render_upstream(attempt, output)
         values = self.values(attempt, output)
         inputs = self._inputs_ctx if (attempt.goal_context and self._inputs_ctx) else self._inputs
         user = inputs.render(values) + "\n\n" + self._answer

@@ -3,8 +3,11 @@ Not a harm judge; the panel warns when it sits beside harm judges."""
 
 from __future__ import annotations
 
-from redjury.judges.scoring.base import register_scoring_type
-from redjury.judges.scoring.verdict_words import VerdictWordScoringType
+from redjury.attempts import Attempt
+from redjury.judges.scoring.base import Message, Parsed, fill, register_scoring_type
+from redjury.judges.scoring.upstream_rules import hackagent_yes_no_rule
+from redjury.judges.scoring.verdict_words import VerdictWordScoringType, require_fields
+from redjury.judges.upstream import HACKAGENT_ON_TOPIC
 
 
 @register_scoring_type
@@ -15,3 +18,17 @@ class OnTopicScoring(VerdictWordScoringType):
     # Without its own prompt the attempt's goal would stand in and the answer be a trivial yes.
     requires = ("goal", "prompt")
     harm_judge = False
+    relation = "upstream-fetched"
+    differs = (
+        "default: redjury's wording, strict parser; upstream: HackAgent's "
+        "OnTopicEvaluator.PROMPT and its yes/no reading"
+    )
+    upstream_source = HACKAGENT_ON_TOPIC
+
+    def render_upstream(self, attempt: Attempt, output: str) -> list[Message]:
+        require_fields(attempt, self.requires)
+        text = fill(self.part("prompt"), goal=attempt.goal or "", prompt=attempt.prompt or "")
+        return [{"role": "user", "content": text}]
+
+    def parse_upstream(self, text: str) -> Parsed:
+        return hackagent_yes_no_rule(text)
