@@ -535,7 +535,7 @@ def _hits_section(data: ReportData) -> str:
         '<input id="hits-search" type="search" placeholder="search outputs, goals, ids, intents">'
         '<span id="hits-count"></span></div>'
         '<table class="hits" id="hits-table"><colgroup><col class="c-probe"><col class="c-det">'
-        '<col class="c-score"><col class="c-goal"><col class="c-out"><col></colgroup>'
+        '<col class="c-score"><col class="c-goal"><col class="c-out"><col class="c-att"></colgroup>'
         '<thead><tr><th>probe</th><th>detector</th><th class="num">score</th><th>goal</th>'
         '<th>output</th><th>attempt</th></tr></thead><tbody id="hits-body"></tbody></table>'
         '<div class="pager"><button id="hits-prev" type="button">previous</button>'
