@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
+
+import orjson
 
 
 class Evaluator:
@@ -215,14 +218,34 @@ class RunTally:
             }
 
 
+def _json(value: Any) -> bytes:
+    """One JSON value as bytes, as `JsonlWriter` writes it (orjson, json for the rest)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # a value orjson does not know (or an int beyond 64 bits)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+
+
 class HitlogBuilder:
     """garak's hitlog entries for the failing outputs of attempt rows.
 
     The fields shared by every hit of one attempt are read once per attempt: an attempt
-    with five failing outputs costs one lookup, not five.
+    with five failing outputs costs one lookup, not five. `line` gives the entry as a JSONL
+    line directly: the attempt's shared fields are serialised once and each hit splices in
+    its output, score, index and detector, byte for byte what `JsonlWriter` writes for the
+    dict `__call__` returns.
     """
 
-    __slots__ = ("generator", "generations_per_prompt", "_row", "_base")
+    __slots__ = (
+        "generator",
+        "generations_per_prompt",
+        "_row",
+        "_base",
+        "_line_row",
+        "_parts",
+        "_gpp",
+        "_tails",
+    )
 
     def __init__(
         self, generator: str | None = None, generations_per_prompt: int | None = None
@@ -231,10 +254,12 @@ class HitlogBuilder:
         self.generations_per_prompt = generations_per_prompt
         self._row: dict[str, Any] | None = None
         self._base: tuple[Any, ...] = ()
+        self._line_row: dict[str, Any] | None = None
+        self._parts: tuple[bytes, bytes, bytes, bytes, list[Any]] = (b"", b"", b"", b"", [])
+        self._gpp = b""
+        self._tails: dict[str, bytes] = {}
 
-    def __call__(
-        self, row: dict[str, Any], detector: str, idx: int, score: float
-    ) -> dict[str, Any]:
+    def _fields(self, row: dict[str, Any]) -> tuple[Any, ...]:
         if row is not self._row:
             notes = row.get("notes") or {}
             prompt = row.get("prompt")
@@ -254,7 +279,14 @@ class HitlogBuilder:
                 outputs,
             )
             self._row = row
-        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs = self._base
+        return self._base
+
+    def __call__(
+        self, row: dict[str, Any], detector: str, idx: int, score: float
+    ) -> dict[str, Any]:
+        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs = (
+            self._fields(row)
+        )
         return {
             "goal": goal,
             "prompt": prompt,
@@ -270,6 +302,35 @@ class HitlogBuilder:
             "detector": detector,
             "generations_per_prompt": gpp,
         }
+
+    def line(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
+        """The hitlog entry of `__call__` as one JSONL line (bytes, newline included)."""
+        if row is not self._line_row:
+            goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs = (
+                self._fields(row)
+            )
+            self._parts = (
+                b'{"goal":' + _json(goal) + b',"prompt":' + _json(prompt) + b',"output":{"text":',
+                b'},"triggers":' + _json(triggers) + b',"score":',
+                b',"run_id":'
+                + _json(run_id)
+                + b',"attempt_id":'
+                + _json(attempt_id)
+                + b',"attempt_seq":'
+                + _json(seq)
+                + b',"attempt_idx":',
+                b',"generator":' + _json(generator) + b',"probe":' + _json(probe),
+                outputs,
+            )
+            self._gpp = b',"generations_per_prompt":' + _json(gpp) + b"}\n"
+            self._tails = {}
+            self._line_row = row
+        head, mid, ids, names, outputs = self._parts
+        tail = self._tails.get(detector)
+        if tail is None:
+            tail = self._tails[detector] = names + b',"detector":' + _json(detector) + self._gpp
+        text = outputs[idx] if idx < len(outputs) else None
+        return b"".join((head, _json(text), mid, _json(score), ids, b"%d" % idx, tail))
 
 
 def hitlog_row(
