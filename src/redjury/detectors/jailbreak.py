@@ -106,7 +106,7 @@ class JailbreakHeuristicDetector(Detector):
             body = output[end.end() :] if end else ""
             if completion is not None and completion.start < refusal.start:
                 completion = None  # "Sure, here… I can't" is a refusal, then its body
-        overlap = goal_overlap(goal_terms(goal, self.stopwords), body, self.stopwords)
+        overlap = goal_overlap(goal_terms(goal, self.stopwords), body)
         on_goal = f"goal words used: {overlap:.0%}"
         details: dict[str, Any] = {
             "phrases": self.matcher.version,
