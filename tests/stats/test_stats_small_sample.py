@@ -67,3 +67,10 @@ def test_reports_show_garaks_interval_first_then_the_small_sample_one() -> None:
     assert shown_interval(both) == (0.1, 0.2)
     assert shown_interval({"interval_lower": 0.05, "interval_upper": 0.5}) == (0.05, 0.5)
     assert shown_interval({"fails": 1}) is None
+
+
+def test_clopper_pearson_stays_exact_for_a_large_sample() -> None:
+    # A configured minimum sample can be large; the tail sum stops early, still exact.
+    lo, hi = clopper_pearson_interval(3, 200_000, 0.95)
+    assert lo == pytest.approx(scipy_stats.beta.ppf(0.025, 3, 200_000 - 3 + 1), rel=1e-7)
+    assert hi == pytest.approx(scipy_stats.beta.ppf(0.975, 4, 200_000 - 3), rel=1e-7)

@@ -231,24 +231,32 @@ _BISECTIONS = 60
 
 
 def _binomial_tail_at_least(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p), summed in log space (exact for any n)."""
+    """P(X >= k) for X ~ Binomial(n, p), from log-space terms.
+
+    The side of k away from the mode is summed outwards (its terms only shrink), stopping
+    once a term no longer changes the sum, so a large n costs O(√n) terms, not O(n)."""
     if k <= 0:
         return 1.0
-    if p <= 0.0:
+    if k > n or p <= 0.0:
         return 0.0
     if p >= 1.0:
         return 1.0
-    log_p, log_q = math.log(p), math.log1p(-p)
-    log_n = math.lgamma(n + 1)
-    return min(
-        1.0,
-        sum(
-            math.exp(
-                log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
-            )
-            for i in range(k, n + 1)
-        ),
-    )
+    log_p, log_q, log_n = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+
+    def term(i: int) -> float:
+        return math.exp(
+            log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        )
+
+    upper_side = k > n * p  # the terms from k upwards fall: sum them
+    indices = range(k, n + 1) if upper_side else range(k - 1, -1, -1)
+    total = 0.0
+    for i in indices:
+        value = term(i)
+        total += value
+        if value <= total * 1e-17:
+            break
+    return min(1.0, total) if upper_side else max(0.0, 1.0 - total)
 
 
 def _solve_increasing(f: Any, target: float) -> float:
