@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
 import orjson
+
+from redjury.report.jsonl import dumps_line
 
 
 class Evaluator:
@@ -218,14 +219,6 @@ class RunTally:
             }
 
 
-def _json(value: Any) -> bytes:
-    """One JSON value as bytes, as `JsonlWriter` writes it (orjson, json for the rest)."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # a value orjson does not know (or an int beyond 64 bits)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode()
-
-
 class HitlogBuilder:
     """garak's hitlog entries for the failing outputs of attempt rows.
 
@@ -305,32 +298,38 @@ class HitlogBuilder:
 
     def line(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
         """The hitlog entry of `__call__` as one JSONL line (bytes, newline included)."""
+        try:
+            return self._splice(row, detector, idx, score)
+        except TypeError:  # a value orjson does not know: the dict, serialised as written
+            return dumps_line(self(row, detector, idx, score))
+
+    def _splice(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
         if row is not self._line_row:
             goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs = (
                 self._fields(row)
             )
+            # Each group of fields serialised as one object, its braces cut off.
             self._parts = (
-                b'{"goal":' + _json(goal) + b',"prompt":' + _json(prompt) + b',"output":{"text":',
-                b'},"triggers":' + _json(triggers) + b',"score":',
-                b',"run_id":'
-                + _json(run_id)
-                + b',"attempt_id":'
-                + _json(attempt_id)
-                + b',"attempt_seq":'
-                + _json(seq)
+                orjson.dumps({"goal": goal, "prompt": prompt})[:-1] + b',"output":{"text":',
+                b'},"triggers":' + orjson.dumps(triggers) + b',"score":',
+                b","
+                + orjson.dumps({"run_id": run_id, "attempt_id": attempt_id, "attempt_seq": seq})[
+                    1:-1
+                ]
                 + b',"attempt_idx":',
-                b',"generator":' + _json(generator) + b',"probe":' + _json(probe),
+                b"," + orjson.dumps({"generator": generator, "probe": probe})[1:-1],
                 outputs,
             )
-            self._gpp = b',"generations_per_prompt":' + _json(gpp) + b"}\n"
+            self._gpp = b',"generations_per_prompt":' + orjson.dumps(gpp) + b"}\n"
             self._tails = {}
             self._line_row = row
         head, mid, ids, names, outputs = self._parts
         tail = self._tails.get(detector)
         if tail is None:
-            tail = self._tails[detector] = names + b',"detector":' + _json(detector) + self._gpp
-        text = outputs[idx] if idx < len(outputs) else None
-        return b"".join((head, _json(text), mid, _json(score), ids, b"%d" % idx, tail))
+            tail = names + b',"detector":' + orjson.dumps(detector) + self._gpp
+            self._tails[detector] = tail
+        text = orjson.dumps(outputs[idx] if idx < len(outputs) else None)
+        return b"".join((head, text, mid, orjson.dumps(score), ids, b"%d" % idx, tail))
 
 
 def hitlog_row(
