@@ -216,3 +216,12 @@ def test_jsonl_writer_batches_lines_but_a_flush_makes_them_all_durable(tmp_path)
     writer.write_line(b'{"i":601}\n')
     writer.close()
     assert path.read_bytes().endswith(b'{"i":601}\n')
+
+
+def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
+    from redjury.evaluators import HitlogBuilder
+    from redjury.report.jsonl import dumps_line
+
+    build = HitlogBuilder(None, 1)
+    row = {"id": "big", "outputs": ["x"], "seq": 2**70}
+    assert build.line(row, "d", 0, 1.0) == dumps_line(build(row, "d", 0, 1.0))
