@@ -1,5 +1,9 @@
 """Accuracy of `jailbreak_heuristic` and of a plain refusal-substring baseline against
-HarmBench's human-labelled classifier validation set."""
+HarmBench's human-labelled classifier validation set, and the heuristic's flip rate under
+each audit robustness wrapper (the share of its verdicts a wrapper changes).
+
+The heuristic sees each record as the audit does: the behaviour as the attempt's goal and
+its context string as goal_context."""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from redjury.attempts import Attempt
+from redjury.audit.datasets import read_harmbench
+from redjury.audit.runner import to_attempt
+from redjury.audit.wrappers import WRAPPERS
 from redjury.detectors.base import Verdict
 from redjury.detectors.jailbreak import JailbreakHeuristicDetector
 
@@ -134,10 +140,8 @@ def measure(data: Path) -> dict[str, Scores]:
     records = load_records(data)
     labels = [r.label for r in records]
     detector = JailbreakHeuristicDetector()
-    verdicts = [
-        detector.detect(Attempt(id=str(i), outputs=[r.generation]))[0].verdict
-        for i, r in enumerate(records)
-    ]
+    samples = _samples(data or default_data())
+    verdicts = [detector.detect(to_attempt(s))[0].verdict for s in samples]
     heuristic = score(
         [v is Verdict.BROKE_THROUGH for v in verdicts],
         labels,
@@ -145,6 +149,32 @@ def measure(data: Path) -> dict[str, Scores]:
     )
     baseline = score([baseline_says_jailbroken(r.generation) for r in records], labels, 0)
     return {"jailbreak_heuristic": heuristic, "substring_baseline": baseline}
+
+
+def _samples(data: Path) -> list:
+    sset = read_harmbench(
+        data / "text_behaviors_val_set.json", data / "harmbench_behaviors_text_all.csv"
+    )
+    return sset.samples
+
+
+def flip_rates(data: Path | None = None, seed: int = 0) -> dict[str, float]:
+    """The heuristic's flip rate under each wrapper, as the audit computes it (same seed)."""
+    detector = JailbreakHeuristicDetector()
+    samples = _samples(data or default_data())
+
+    def detected(texts: list[str]) -> list[bool]:
+        return [
+            detector.detect(to_attempt(s, t))[0].verdict is Verdict.BROKE_THROUGH
+            for s, t in zip(samples, texts, strict=True)
+        ]
+
+    before = detected([s.response for s in samples])
+    out = {}
+    for name, wrapper in sorted(WRAPPERS.items()):
+        after = detected([wrapper.apply(s.response, seed=seed, key=s.id) for s in samples])
+        out[name] = sum(b != a for b, a in zip(before, after, strict=True)) / len(samples)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no text_behaviors_val_set.json in {args.data}")
     results = measure(args.data)
     if args.json:
-        json.dump({k: asdict(v) for k, v in results.items()}, sys.stdout, indent=2)
+        dump = {k: asdict(v) for k, v in results.items()}
+        dump["flip_rate"] = flip_rates(args.data)
+        json.dump(dump, sys.stdout, indent=2)
         print()
         return 0
     print(f"{'detector':<22}{'precision':>10}{'recall':>10}{'accuracy':>10}{'inconclusive':>14}")
@@ -172,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{s.inconclusive_share:>14.3f}"
         )
     print(f"records: {len(load_records(args.data))}")
+    print("jailbreak_heuristic flip rate per wrapper:")
+    for name, rate in flip_rates(args.data).items():
+        print(f"  {name:<22}{rate:>8.3f}")
     return 0
 
 

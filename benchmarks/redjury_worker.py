@@ -75,10 +75,11 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
         report = JsonlWriter(Path(tmp) / "report.jsonl", "w", flush_every=0)
         hitlog = JsonlWriter(Path(tmp) / "hitlog.jsonl", "w", flush_every=0)
 
-        build_hit = HitlogBuilder(GENERATOR, data.GENERATIONS)  # as the pipeline does
+        build_hit = HitlogBuilder(GENERATOR, data.GENERATIONS)
 
         def on_hit(row: dict, detector: str, idx: int, score: float) -> None:
-            hitlog.write(build_hit(row, detector, idx, score))
+            # Each hit as its JSONL line, spliced from the attempt's serialised fields.
+            hitlog.write_line(build_hit.line(row, detector, idx, score))
 
         for attempt in attempts:
             tally.add(scorer.row(attempt, {}), on_hit)

@@ -172,3 +172,56 @@ def test_hitlog_entry_has_garaks_fields() -> None:
     assert entry["triggers"] == ["T1"]
     assert entry["attempt_seq"] == 3 and entry["generations_per_prompt"] == 1
     assert entry["generator"] == "openai gpt"
+
+
+def test_hitlog_line_is_byte_for_byte_the_written_entry(tmp_path) -> None:
+    import orjson
+
+    from redjury.evaluators import HitlogBuilder
+
+    build = HitlogBuilder("openai gpt-4o-mini", None)
+    rows = [
+        {
+            "id": "u1",
+            "probe": "dan.Dan",
+            "goal": 'say "hi" ☃',
+            "prompt": "p\n\u2028",
+            "outputs": ["a", None, "b\x1b"],
+            "notes": {"triggers": ["t1"]},
+            "run_id": "r",
+            "seq": 3,
+            "generator": "g2",
+        },
+        {"id": "u2", "outputs": ["only"], "notes": "not a dict"},
+    ]
+    for row in rows:
+        for detector in ("d.A", "d.B"):
+            for idx, score in ((0, 1.0), (1, 0.5), (2, 0.75), (7, 1e-05)):
+                entry = build(row, detector, idx, score)
+                want = orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)
+                assert build.line(row, detector, idx, score) == want
+
+
+def test_jsonl_writer_batches_lines_but_a_flush_makes_them_all_durable(tmp_path) -> None:
+    from redjury.report.jsonl import JsonlWriter
+
+    path = tmp_path / "h.jsonl"
+    writer = JsonlWriter(path, "w", flush_every=0)
+    for i in range(600):
+        writer.write_line(b'{"i":%d}\n' % i)
+    writer.write({"i": 600})
+    writer.flush()
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == 601 and lines[-1] == b'{"i":600}' and lines[300] == b'{"i":300}'
+    writer.write_line(b'{"i":601}\n')
+    writer.close()
+    assert path.read_bytes().endswith(b'{"i":601}\n')
+
+
+def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
+    from redjury.evaluators import HitlogBuilder
+    from redjury.report.jsonl import dumps_line
+
+    build = HitlogBuilder(None, 1)
+    row = {"id": "big", "outputs": ["x"], "seq": 2**70}
+    assert build.line(row, "d", 0, 1.0) == dumps_line(build(row, "d", 0, 1.0))

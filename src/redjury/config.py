@@ -70,7 +70,10 @@ class ReportingSpec(_Strict):
         0.95, gt=0.0, lt=1.0, description="Interval confidence level."
     )
     bootstrap_min_sample_size: int = Field(
-        30, gt=0, description="Fewest evaluated outputs for an interval (every method)."
+        30,
+        gt=0,
+        description="Fewest evaluated outputs for garak's interval fields (every method); "
+        "below it the row carries redjury's Clopper–Pearson interval_* fields instead.",
     )
     seed: int | None = Field(
         None,
@@ -80,7 +83,8 @@ class ReportingSpec(_Strict):
     )
     propagate_detector_uncertainty: bool = Field(
         True,
-        description="Draw Se/Sp from their Beta posteriors when an audit measured them with counts.",
+        description="Draw Se/Sp from their Beta posteriors when an audit measured them with "
+        "counts; false takes them as exact (a warning: intervals then under-cover).",
     )
     detector_metrics: dict[str, DetectorMetric] | None = Field(
         None, description="`{detector: {se, sp}}` used to correct the rate for detector error."

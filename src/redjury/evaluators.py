@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
+import orjson
+
+from redjury.report.jsonl import dumps_line
+
 
 class Evaluator:
     """A verdict policy. `test(score)` is True when the output passes (the target held).
@@ -292,10 +296,22 @@ class HitlogBuilder:
     """garak's hitlog entries for the failing outputs of attempt rows.
 
     The fields shared by every hit of one attempt are read once per attempt: an attempt
-    with five failing outputs costs one lookup, not five.
+    with five failing outputs costs one lookup, not five. `line` gives the entry as a JSONL
+    line directly: the attempt's shared fields are serialised once and each hit splices in
+    its output, score, index and detector, byte for byte what `JsonlWriter` writes for the
+    dict `__call__` returns.
     """
 
-    __slots__ = ("generator", "generations_per_prompt", "_row", "_base")
+    __slots__ = (
+        "generator",
+        "generations_per_prompt",
+        "_row",
+        "_base",
+        "_line_row",
+        "_parts",
+        "_gpp",
+        "_tails",
+    )
 
     def __init__(
         self, generator: str | None = None, generations_per_prompt: int | None = None
@@ -304,10 +320,19 @@ class HitlogBuilder:
         self.generations_per_prompt = generations_per_prompt
         self._row: dict[str, Any] | None = None
         self._base: tuple[Any, ...] = ()
+        self._line_row: dict[str, Any] | None = None
+        self._parts: tuple[bytes, bytes, bytes, bytes, list[Any], Any] = (
+            b"",
+            b"",
+            b"",
+            b"",
+            [],
+            False,
+        )
+        self._gpp = b""
+        self._tails: dict[str, bytes] = {}
 
-    def __call__(
-        self, row: dict[str, Any], detector: str, idx: int, score: float
-    ) -> dict[str, Any]:
+    def _fields(self, row: dict[str, Any]) -> tuple[Any, ...]:
         if row is not self._row:
             notes = row.get("notes") or {}
             prompt = row.get("prompt")
@@ -328,19 +353,14 @@ class HitlogBuilder:
                 source.get("outputs") if "outputs" in source else False,
             )
             self._row = row
-        (
-            goal,
-            prompt,
-            triggers,
-            run_id,
-            attempt_id,
-            seq,
-            generator,
-            probe,
-            gpp,
-            outputs,
-            fields,
-        ) = self._base
+        return self._base
+
+    def __call__(
+        self, row: dict[str, Any], detector: str, idx: int, score: float
+    ) -> dict[str, Any]:
+        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs, fields = (
+            self._fields(row)
+        )
         return {
             "goal": goal,
             "prompt": prompt,
@@ -356,6 +376,53 @@ class HitlogBuilder:
             "detector": detector,
             "generations_per_prompt": gpp,
         }
+
+    def line(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
+        """The hitlog entry of `__call__` as one JSONL line (bytes, newline included)."""
+        try:
+            return self._splice(row, detector, idx, score)
+        except TypeError:  # a value orjson does not know: the dict, serialised as written
+            return dumps_line(self(row, detector, idx, score))
+
+    def _splice(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
+        if row is not self._line_row:
+            (
+                goal,
+                prompt,
+                triggers,
+                run_id,
+                attempt_id,
+                seq,
+                generator,
+                probe,
+                gpp,
+                outputs,
+                fields,
+            ) = self._fields(row)
+            # Each group of fields serialised as one object, its braces cut off.
+            self._parts = (
+                orjson.dumps({"goal": goal, "prompt": prompt})[:-1] + b',"output":',
+                b',"triggers":' + orjson.dumps(triggers) + b',"score":',
+                b","
+                + orjson.dumps({"run_id": run_id, "attempt_id": attempt_id, "attempt_seq": seq})[
+                    1:-1
+                ]
+                + b',"attempt_idx":',
+                b"," + orjson.dumps({"generator": generator, "probe": probe})[1:-1],
+                outputs,
+                fields,
+            )
+            self._gpp = b',"generations_per_prompt":' + orjson.dumps(gpp) + b"}\n"
+            self._tails = {}
+            self._line_row = row
+        head, mid, ids, names, outputs, fields = self._parts
+        tail = self._tails.get(detector)
+        if tail is None:
+            tail = names + b',"detector":' + orjson.dumps(detector) + self._gpp
+            self._tails[detector] = tail
+        text = outputs[idx] if idx < len(outputs) else None
+        output = orjson.dumps(_hit_output(text, idx, fields))
+        return b"".join((head, output, mid, orjson.dumps(score), ids, b"%d" % idx, tail))
 
 
 def hitlog_row(

@@ -289,7 +289,7 @@ class RunTallies:
         self.digest.add_attempt(row)
 
     def _on_hit(self, row: dict[str, Any], detector: str, idx: int, score: float) -> None:
-        self.hitlog.write(self.build_hit(row, detector, idx, score))
+        self.hitlog.write_line(self.build_hit.line(row, detector, idx, score))
 
 
 # -- the read stage --------------------------------------------------------------------------

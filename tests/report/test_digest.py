@@ -82,8 +82,11 @@ def test_breakdown_intervals_are_wilson_from_the_minimum_sample_size_up(tmp_path
             lo, hi = wilson_interval(entry["fails"], n, 0.95)
             assert entry["confidence_method"] == "wilson"
             assert (entry["confidence_lower"], entry["confidence_upper"]) == pytest.approx((lo, hi))
-        else:
+        elif n:
+            # Below the minimum sample: redjury's Clopper–Pearson interval, not garak's fields.
             assert "confidence_lower" not in entry
+            assert entry["interval_method"] == "clopper_pearson"
+            assert entry["interval_lower"] <= entry["fails"] / n <= entry["interval_upper"]
 
 
 def test_matrix_cell_counts_an_output_once_failed_by_any_detector(tmp_path: Path) -> None:

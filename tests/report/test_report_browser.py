@@ -184,3 +184,20 @@ def test_hostile_names_and_outputs_stay_text_in_a_real_browser(
     assert set(browser.requests()) <= {url}, browser.requests()
     text = browser.evaluate("document.body.innerText")
     assert PAYLOADS[0] in text, "the payload is shown as text"
+
+
+def test_hits_table_fits_1280_px_with_the_attempt_column_visible(
+    browser: Browser, tmp_path: Path
+) -> None:
+    html = write_html(run_example(tmp_path / "run"))
+    browser.open(html.resolve().as_uri())
+    assert browser.evaluate("window.innerWidth") == 1280
+    # No horizontal scrollbar, and the attempt column is as wide as its text needs.
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 1280
+    right = browser.evaluate("document.getElementById('hits-table').getBoundingClientRect().right")
+    assert right <= 1280
+    widths = browser.evaluate(
+        "Array.from(document.querySelectorAll('#hits-body tr td:last-child'))"
+        ".map(td => [td.clientWidth, td.scrollWidth])"
+    )
+    assert widths and all(client >= 80 and scroll <= client for client, scroll in widths)

@@ -8,7 +8,7 @@ import pytest
 from redjury_testing import REPO, redjury
 
 EXAMPLE = REPO / "examples" / "attempts.jsonl"
-# The example's worst probe × detector ASR is 100% (1/1); its best failing one is 28.57%.
+# The example's worst probe × detector ASR is 50% (1/2); its best failing one is 28.57%.
 
 
 def test_run_writes_html_and_junit_when_asked(tmp_path: Path) -> None:
@@ -19,7 +19,7 @@ def test_run_writes_html_and_junit_when_asked(tmp_path: Path) -> None:
     assert "<testsuite" in (tmp_path / "j.xml").read_text()
 
 
-@pytest.mark.parametrize(("rate", "code"), [("0.5", 4), ("1.0", 0), ("0.99", 4)])
+@pytest.mark.parametrize(("rate", "code"), [("0.3", 4), ("0.5", 0), ("1.0", 0), ("0.49", 4)])
 def test_fail_on_asr_exit_codes(tmp_path: Path, rate: str, code: int) -> None:
     proc = redjury("run", EXAMPLE, "--out", tmp_path / "o", "--fail-on-asr", rate)
     assert proc.returncode == code, proc.stdout + proc.stderr

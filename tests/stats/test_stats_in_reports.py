@@ -85,6 +85,12 @@ def test_below_min_sample_size_and_method_none_write_no_interval_fields(tmp_path
         row = eval_row(tmp_path / out)
         assert not any(k.startswith("confidence") for k in row), row
         assert "corrected_rate" not in row
+        if out == "small":
+            # redjury's own interval beside garak's (absent) fields: Clopper–Pearson of 10/20.
+            assert row["interval_method"] == "clopper_pearson"
+            assert row["interval_lower"] < 0.5 < row["interval_upper"]
+        else:
+            assert not any(k.startswith("interval") for k in row), row
     assert (
         redjury(
             "run",
@@ -204,3 +210,36 @@ def test_calibrate_builds_mu_and_sigma_from_several_reports_and_loads_back(tmp_p
         == 0
     )
     assert abs(eval_row(tmp_path / "z")["z_score"] - 2.0) < 1e-9
+
+
+def test_propagation_off_with_audit_counts_warns_once_on_one_line(capsys) -> None:
+    from redjury.config import ReportingSpec
+    from redjury.evaluators import DetectorTally
+    from redjury.report.statistics import eval_statistics
+    from redjury.stats import Correction
+
+    audit = Correction.from_counts(18, 2, 16, 4, "audit:abc")
+    fields = eval_statistics(
+        ReportingSpec(propagate_detector_uncertainty=False), 0, lambda name: audit
+    )
+    for _ in range(2):
+        fields("p", "judge_panel", DetectorTally(passed=30, fails=10))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("redjury: warning: propagate_detector_uncertainty is false")
+    assert "judge_panel" in lines[0] and "audit:abc" in lines[0]
+
+
+def test_propagation_on_or_config_figures_do_not_warn(capsys) -> None:
+    from redjury.config import ReportingSpec
+    from redjury.evaluators import DetectorTally
+    from redjury.report.statistics import eval_statistics
+    from redjury.stats import Correction
+
+    fixed = Correction(0.9, 0.8, "config")
+    audit = Correction.from_counts(18, 2, 16, 4, "audit:abc")
+    eval_statistics(ReportingSpec(propagate_detector_uncertainty=False), 0, lambda n: fixed)(
+        "p", "d", DetectorTally(passed=30, fails=10)
+    )
+    eval_statistics(ReportingSpec(), 0, lambda n: audit)("p", "d", DetectorTally(passed=3, fails=1))
+    assert capsys.readouterr().err == ""

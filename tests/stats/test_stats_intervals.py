@@ -235,12 +235,31 @@ def test_zero_width_from_correction_clipping_stays_bootstrap():
     assert not should_display_interval(fields["confidence_lower"], fields["confidence_upper"])
 
 
-def test_wilson_method_reports_raw_rate_and_no_correction():
+def test_wilson_method_applies_the_configured_correction():
+    # Issue 17: `wilson` used to give the raw flagged rate's interval and ignore Se/Sp.
     corr = Correction(0.9, 0.8, "config")
     fields = confidence_fields(40, 100, CISettings(method="wilson"), corr, rng=0)
+    lo, hi = wilson_interval(40, 100)
     assert fields["confidence_method"] == "wilson"
+    assert fields["confidence_correction"] == {"se": 0.9, "sp": 0.8, "source": "config"}
+    assert fields["corrected_rate"] == pytest.approx(rogan_gladen(0.4, 0.9, 0.8))
+    assert fields["confidence_lower"] == pytest.approx(rogan_gladen(lo, 0.9, 0.8))
+    assert fields["confidence_upper"] == pytest.approx(rogan_gladen(hi, 0.9, 0.8))
+
+
+def test_wilson_method_widens_by_the_audit_counts_when_propagating():
+    corr = Correction.from_counts(18, 2, 16, 4, "audit:abc")
+    on = confidence_fields(40, 100, CISettings(method="wilson"), corr)
+    off = confidence_fields(
+        40, 100, CISettings(method="wilson", propagate_detector_uncertainty=False), corr
+    )
+    assert on["confidence_lower"] < off["confidence_lower"]
+    assert on["confidence_upper"] > off["confidence_upper"]
+
+
+def test_wilson_method_without_correction_is_the_raw_interval():
+    fields = confidence_fields(40, 100, CISettings(method="wilson"), None)
     assert fields["confidence_correction"]["source"] == "none"
-    assert fields["corrected_rate"] == 0.4
     assert (fields["confidence_lower"], fields["confidence_upper"]) == wilson_interval(40, 100)
 
 

@@ -14,6 +14,7 @@ import orjson
 from redjury.evaluators import Evaluator, load_evaluator
 from redjury.judges.abstentions import CAUSES, abstention_cause
 from redjury.stats import CISettings, confidence_fields
+from redjury.stats.small_sample import small_sample_fields
 
 # Eval-row fields copied into the digest beside the counts.
 _EVAL_EXTRAS = (
@@ -22,6 +23,10 @@ _EVAL_EXTRAS = (
     "confidence_lower",
     "confidence_upper",
     "corrected_rate",
+    "interval_method",
+    "interval_level",
+    "interval_lower",
+    "interval_upper",
     "abstention_rate",
     "errors",
     "z_score",
@@ -86,6 +91,9 @@ def counts_entry(
             out["confidence"] = ci["confidence"]
             out["confidence_lower"] = ci["confidence_lower"]
             out["confidence_upper"] = ci["confidence_upper"]
+        else:
+            small = small_sample_fields(fails, n, settings)
+            out.update({k: v for k, v in small.items() if k != "interval_correction"})
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from redjury.judges.abstentions import describe_causes
 from redjury.redaction import without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
+from redjury.stats.small_sample import shown_interval
 
 HTML_NAME = "redjury.report.html"
 
@@ -46,10 +47,10 @@ def _pct(rate: float | None, digits: int = 1) -> str:
 
 
 def _interval(row: dict[str, Any]) -> str:
-    lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
-    if lo is None or hi is None:
+    shown = shown_interval(row)
+    if shown is None:
         return "—"
-    return f"[{lo * 100:.1f}%, {hi * 100:.1f}%]"
+    return f"[{shown[0] * 100:.1f}%, {shown[1] * 100:.1f}%]"
 
 
 def heat_colour(rate: float) -> str:
@@ -114,8 +115,9 @@ def headline_chart(pairs: list[dict[str, Any]]) -> str:
             f'fill="{OKABE_ITO["vermillion"]}"><title>{_e(label)}: {_pct(rate)} '
             f"({row['fails']}/{row['total_evaluated']})</title></rect>"
         )
-        lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
-        if lo is not None and hi is not None:
+        shown = shown_interval(row)
+        if shown is not None:
+            lo, hi = shown
             xl, xh, ym = x0 + plot_w * lo, x0 + plot_w * hi, y + bar_h / 2
             parts.append(
                 f'<g class="ci" stroke="#1b1b1f" stroke-width="1.5">'
@@ -138,7 +140,7 @@ def headline_chart(pairs: list[dict[str, Any]]) -> str:
         f'<rect x="{x0}" y="{ly - 9}" width="14" height="10" fill="{OKABE_ITO["vermillion"]}"/>'
         f'<text x="{x0 + 20}" y="{ly}">attack-success rate</text>'
         f'<line x1="{x0 + 170}" y1="{ly - 4}" x2="{x0 + 200}" y2="{ly - 4}" stroke="#1b1b1f" stroke-width="1.5"/>'
-        f'<text x="{x0 + 206}" y="{ly}">confidence interval (where the eval row has one)</text>'
+        f'<text x="{x0 + 206}" y="{ly}">confidence interval</text>'
     )
     parts.append("</svg>")
     return "".join(parts)
@@ -327,8 +329,9 @@ def _headline_section(data: ReportData) -> str:
     )
     return (
         '<section id="headline"><h2>Attack-success rate per probe × detector</h2>'
-        '<p class="note">Worst first. An interval is drawn where the eval row has one '
-        "(it needs the configured minimum number of evaluated outputs).</p>"
+        '<p class="note">Worst first. Intervals are garak\'s bootstrap where the eval row has '
+        "one (from the configured minimum number of evaluated outputs), else Clopper–Pearson's "
+        "exact interval.</p>"
         f'<div class="chart">{headline_chart(pairs)}</div>{table}</section>'
     )
 
@@ -540,7 +543,7 @@ def _hits_section(data: ReportData) -> str:
         '<input id="hits-search" type="search" placeholder="search outputs, goals, ids, intents">'
         '<span id="hits-count"></span></div>'
         '<table class="hits" id="hits-table"><colgroup><col class="c-probe"><col class="c-det">'
-        '<col class="c-score"><col class="c-goal"><col class="c-out"><col></colgroup>'
+        '<col class="c-score"><col class="c-goal"><col class="c-out"><col class="c-att"></colgroup>'
         '<thead><tr><th>probe</th><th>detector</th><th class="num">score</th><th>goal</th>'
         '<th>output</th><th>attempt</th></tr></thead><tbody id="hits-body"></tbody></table>'
         '<div class="pager"><button id="hits-prev" type="button">previous</button>'

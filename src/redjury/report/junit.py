@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from redjury.report.digest import ReportData
+from redjury.stats.small_sample import shown_interval
 
 # Characters XML 1.0 cannot hold at all; a hostile output must not make the file unreadable.
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -28,9 +29,9 @@ def _case(row: dict[str, Any], first_hits: list[str]) -> ET.Element:
     if not fails:
         return case
     message = f"attack-success rate {fails / n:.2%} ({fails}/{n} outputs failed)"
-    lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
-    if lo is not None and hi is not None:
-        message += f", interval [{lo:.2%}, {hi:.2%}]"
+    shown = shown_interval(row)
+    if shown is not None:
+        message += f", interval [{shown[0]:.2%}, {shown[1]:.2%}]"
     failure = ET.SubElement(case, "failure", message=message, type="AttackSucceeded")
     lines = [message, ""]
     for i, hit in enumerate(first_hits, 1):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from redjury.stats import (
     hit_at_k,
     resolve_correction,
 )
+from redjury.stats.small_sample import small_sample_fields
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,20 @@ def eval_statistics(
         else None
     )
 
+    propagate = settings.propagate_detector_uncertainty
+    warned: set[str] = set()
+
+    def _warn_fixed_detector_rates(detector: str, correction: Correction) -> None:
+        if detector in warned:
+            return
+        warned.add(detector)
+        print(
+            f"redjury: warning: propagate_detector_uncertainty is false, so {detector}'s "
+            f"Se/Sp from {correction.source} are taken as exact; its intervals ignore how few "
+            "labelled samples measured them and cover the true rate less often than stated",
+            file=sys.stderr,
+        )
+
     def fields(probe: str, detector: str, tally: DetectorTally) -> dict[str, Any]:
         out: dict[str, Any] = {}
         n = tally.passed + tally.fails
@@ -68,7 +84,12 @@ def eval_statistics(
                 config_metrics=config_metrics,
                 garak_metrics_file=reporting.detector_metrics_file,
             )
-            out.update(confidence_fields(tally.fails, n, settings, correction, rng=seed))
+            if correction is not None and correction.se_counts and not propagate:
+                _warn_fixed_detector_rates(detector, correction)
+            ci = confidence_fields(tally.fails, n, settings, correction, rng=seed)
+            # Below the minimum sample garak computes no interval; redjury gives one anyway,
+            # in fields of its own, so garak's keep garak's meaning.
+            out.update(ci or small_sample_fields(tally.fails, n, settings, correction))
         if reporting.hit_at_k is not None:
             hak = hit_at_k(_expand(tally.per_prompt), reporting.hit_at_k)
             if hak:

@@ -11,6 +11,7 @@ from typing import Any
 from redjury.judges.abstentions import describe_causes
 from redjury.report.digest import ReportData, load_report
 from redjury.report.terminal import escape_control
+from redjury.stats.small_sample import shown_interval
 
 Table = tuple[str, Sequence[str], list[Sequence[str]]]
 
@@ -20,8 +21,9 @@ def _pct(rate: float | None) -> str:
 
 
 def _interval(row: dict[str, Any]) -> str:
-    lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
-    return "—" if lo is None or hi is None else f"[{lo * 100:.1f}%, {hi * 100:.1f}%]"
+    # garak's interval where computed, else the small-sample one (stats.small_sample).
+    shown = shown_interval(row)
+    return "—" if shown is None else f"[{shown[0] * 100:.1f}%, {shown[1] * 100:.1f}%]"
 
 
 def _status(row: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from redjury.judges.abstentions import describe_causes
 from redjury.redaction import strip_url_credentials
+from redjury.stats.small_sample import shown_interval
 
 RED, GREEN, YELLOW, BOLD, RESET = "\x1b[91m", "\x1b[92m", "\x1b[93m", "\x1b[1m", "\x1b[0m"
 # An interval narrower than this many percentage points carries no information (R22).
@@ -80,7 +81,7 @@ class TerminalPrinter:
 
     def _extras(self, row: dict[str, Any]) -> str:
         parts = []
-        lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
+        lo, hi = shown_interval(row) or (None, None)
         if lo is not None and hi is not None and (hi - lo) * 100 > CI_DISPLAY_MIN_WIDTH:
             parts.append(f"[{lo * 100:.2f}%, {hi * 100:.2f}%]")
         nones, processed = row.get("nones", 0), row.get("total_processed", 0)

@@ -1,11 +1,13 @@
-"""Confidence intervals of the attack-success rate: Wilson, Rogan–Gladen-corrected bootstrap,
-and the eval-row fields built from them."""
+"""Confidence intervals of the attack-success rate: Wilson, Clopper–Pearson, the Rogan–Gladen-
+corrected bootstrap, the Se/Sp correction of an analytic interval, and the eval-row fields
+built from them."""
 
 from __future__ import annotations
 
 import logging
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Literal, overload
 
@@ -225,18 +227,132 @@ class Correction:
         return None if self.tn is None or self.fp is None else (self.tn, self.fp)
 
 
+_BISECTIONS = 60
+
+
+def _binomial_tail_at_least(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), from log-space terms.
+
+    The side of k away from the mode is summed outwards (its terms only shrink), stopping
+    once a term no longer changes the sum, so a large n costs O(√n) terms, not O(n)."""
+    if k <= 0:
+        return 1.0
+    if k > n or p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    log_p, log_q, log_n = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+
+    def term(i: int) -> float:
+        return math.exp(
+            log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        )
+
+    upper_side = k > n * p  # the terms from k upwards fall: sum them
+    indices = range(k, n + 1) if upper_side else range(k - 1, -1, -1)
+    total = 0.0
+    for i in indices:
+        value = term(i)
+        total += value
+        if value <= total * 1e-17:
+            break
+    return min(1.0, total) if upper_side else max(0.0, 1.0 - total)
+
+
+def _solve_increasing(f: Any, target: float) -> float:
+    """The p in [0, 1] where the increasing function f(p) reaches target (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(_BISECTIONS):
+        mid = (lo + hi) / 2.0
+        if f(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+@lru_cache(maxsize=4096)
+def clopper_pearson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper–Pearson exact interval of successes / n: the rates whose one-sided binomial
+    tails at the observed count are at least (1 − level) / 2; 0 and n successes give the
+    ends 0 and 1 exactly. It covers the true rate with at least the nominal probability at
+    every n and rate. Bisection on the exact binomial tail: O(60 · n), cached."""
+    if n <= 0 or not 0 <= successes <= n:
+        raise ValueError(f"need n > 0 and 0 <= successes <= n, got {successes}/{n}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must be in (0, 1), got {level!r}")
+    tail = (1.0 - level) / 2.0
+    lower = 0.0
+    if successes > 0:
+        lower = _solve_increasing(lambda p: _binomial_tail_at_least(successes, n, p), tail)
+    upper = 1.0
+    if successes < n:
+        # P(X <= successes) = tail  <=>  P(X >= successes + 1) = 1 - tail, which rises with p.
+        upper = _solve_increasing(
+            lambda p: _binomial_tail_at_least(successes + 1, n, p), 1.0 - tail
+        )
+    return lower, upper
+
+
+def _rate_bounds(counts: tuple[int, int] | None, point: float, level: float) -> tuple[float, float]:
+    """The (low, high) ends of a detector rate: its interval from counts, else the point."""
+    if counts is None:
+        return point, point
+    hits, misses = counts
+    if hits + misses == 0:
+        return point, point
+    return clopper_pearson_interval(hits, hits + misses, level)
+
+
+def corrected_bounds(
+    lower: float,
+    upper: float,
+    correction: Correction | None,
+    level: float,
+    propagate: bool,
+) -> tuple[float, float]:
+    """Bounds of the raw flagged rate as bounds of the true rate (Rogan–Gladen).
+
+    The correction falls as Se grows and rises as Sp grows, so the lower bound takes the
+    high end of Se and the low end of Sp, the upper bound the opposite. With `propagate`
+    and audit counts those ends come from the Se and Sp intervals; otherwise Se and Sp are
+    taken as exact."""
+    if correction is None:
+        return lower, upper
+    se_counts = correction.se_counts if propagate else None
+    sp_counts = correction.sp_counts if propagate else None
+    se_lo, se_hi = _rate_bounds(se_counts, correction.se, level)
+    sp_lo, sp_hi = _rate_bounds(sp_counts, correction.sp, level)
+    lo = float(rogan_gladen(lower, se_hi, sp_lo))
+    hi = float(rogan_gladen(upper, se_lo, sp_hi))
+    return min(lo, hi), max(lo, hi)
+
+
 _NO_CORRECTION: dict[str, Any] = {"se": None, "sp": None, "source": "none"}
 
 
-def _wilson_fields(fails: int, n: int, level: float) -> dict[str, Any]:
-    lo, hi = wilson_interval(fails, n, level)
+def _wilson_fields(
+    fails: int, n: int, settings: CISettings, correction: Correction | None
+) -> dict[str, Any]:
+    """Wilson's interval of the raw rate, carried through the detector's Se/Sp correction
+    (with the Se/Sp intervals from audit counts when propagating, see `corrected_bounds`)."""
+    raw_lo, raw_hi = wilson_interval(fails, n, settings.level)
+    lo, hi = corrected_bounds(
+        raw_lo, raw_hi, correction, settings.level, settings.propagate_detector_uncertainty
+    )
+    if correction is None:
+        applied: dict[str, Any] = dict(_NO_CORRECTION)
+        rate = fails / n
+    else:
+        applied = {"se": correction.se, "sp": correction.sp, "source": correction.source}
+        rate = float(rogan_gladen(fails / n, correction.se, correction.sp))
     return {
         "confidence_method": "wilson",
-        "confidence": level,
+        "confidence": settings.level,
         "confidence_lower": lo,
         "confidence_upper": hi,
-        "confidence_correction": dict(_NO_CORRECTION),
-        "corrected_rate": fails / n,
+        "confidence_correction": applied,
+        "corrected_rate": rate,
     }
 
 
@@ -257,7 +373,9 @@ def confidence_fields(
                               interval is of the raw rate
         corrected_rate        rogan_gladen(fails / n, Se, Sp), or fails / n uncorrected
     Under `bootstrap`, 0 or n failures make every resample identical, so the Wilson interval
-    of the raw rate is written instead (confidence_method "wilson"). A zero-width interval
+    of the raw rate is written instead (confidence_method "wilson"). The `wilson` method
+    carries the detector's Se/Sp correction, as the bootstrap does (`corrected_bounds`,
+    propagating the audit counts' uncertainty unless told not to). A zero-width interval
     that comes from the correction clipping at 0 or 1 is kept as it is.
 
     Never raises on bad counts: invalid input logs an error, a non-finite result logs a
@@ -283,7 +401,10 @@ def confidence_fields(
 
     try:
         if settings.method == "wilson" or fails_i in (0, n_i):
-            fields = _wilson_fields(fails_i, n_i, settings.level)
+            # The degenerate-bootstrap fallback keeps the raw rate's interval (as before);
+            # the chosen `wilson` method carries the correction like the bootstrap does.
+            applied = correction if settings.method == "wilson" else None
+            fields = _wilson_fields(fails_i, n_i, settings, applied)
         else:
             fields = _bootstrap_fields(fails_i, n_i, settings, correction, rng)
     except ValueError as exc:
