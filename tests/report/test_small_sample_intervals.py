@@ -31,7 +31,8 @@ def test_small_runs_show_an_interval_in_every_view(tmp_path: Path) -> None:
     assert '<g class="ci"' in html and "[6.8%, 93.2%]" in html
     md = tmp_path / "s.md"
     assert redjury("summary", out, "--markdown", md).returncode == 0
-    assert "[6.8%, 93.2%]" in md.read_text()
+    # Markdown cells are written inert (brackets escaped): rendered, this reads [6.8%, 93.2%].
+    assert "\\[6.8%, 93.2%\\]" in md.read_text()
 
 
 def test_method_none_turns_every_interval_off(tmp_path: Path) -> None:
