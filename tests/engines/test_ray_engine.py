@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'redju
 
 from fault_server import FaultServer, Reply, Status, by_model  # noqa: E402
 from judge_specs import judge  # noqa: E402
-from redjury_testing import REPO, read_jsonl, write_jsonl  # noqa: E402
+from redjury_testing import REPO, read_jsonl, redjury, write_jsonl  # noqa: E402
 
 from redjury.config import parse_config  # noqa: E402
 from redjury.pipeline import RunOptions, RunResult, run  # noqa: E402
@@ -234,3 +234,23 @@ def test_rerun_skips_attempts_already_in_shards(tmp_path: Path) -> None:
     assert (result.attempts_resumed, result.attempts_scored) == (1200, 1800)
     go([every], tmp_path / "local", "local")
     assert_same_run(tmp_path / "local", out, hitlog_in_order=False)
+
+
+def test_bad_line_refuses_the_input_and_leaves_no_files(tmp_path: Path) -> None:
+    from redjury.inputs import InputError
+
+    rows: list[Any] = attempts(5)
+    src = write_jsonl(tmp_path / "in.jsonl", [rows[0], "{not json", *rows[1:]])
+    out = tmp_path / "ray"
+    with pytest.raises(InputError, match="in.jsonl:2"):
+        go([src], out, "ray")
+    assert list(out.iterdir()) == []
+
+
+def test_cli_engine_flags_reach_the_run(tmp_path: Path) -> None:
+    proc = redjury("run", tmp_path / "nope.jsonl", "--engine", "ray", "--out", tmp_path / "o")
+    assert proc.returncode == 2 and "nope.jsonl" in proc.stderr
+    proc = redjury(
+        "run", REPO / "examples" / "attempts.jsonl", "--engine", "spark", "--out", tmp_path / "s"
+    )
+    assert proc.returncode == 2 and "engine" in proc.stderr

@@ -17,6 +17,7 @@ A rerun into the same folder skips the attempts already in a shard or in the rep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import pickle
@@ -225,10 +226,13 @@ class Shards:
         return path.name.startswith(self.key + "-")
 
     def remove_mine(self) -> None:
+        """Take back this session's shards (a refused input leaves no trace)."""
         if self.root.is_dir():
             for p in self.root.iterdir():
                 if self.mine(p):
                     p.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.root.rmdir()  # only when empty: earlier sessions' shards stay
 
 
 def _row_id(line: bytes) -> str | None:
