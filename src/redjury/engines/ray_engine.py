@@ -290,7 +290,7 @@ class RayRun(Run):
         tallies = self.tallies(header, output)
         done = self.replay_all(state, tallies, output)
         if judged or self.config.evaluation.audit.enabled:
-            asyncio.run(self.gate(detectors, state, output))
+            asyncio.run(self._gate(detectors, state, output))
         gate = InputGate(not self.options.skip_bad_lines, done=done)
         gate.done_errors = state.error_lines()
         job = self.job(header, tallies, judged)
@@ -314,6 +314,13 @@ class RayRun(Run):
         if not self.options.keep_shards:
             shutil.rmtree(self.shards.root, ignore_errors=True)
         return self._result(eval_rows)
+
+    async def _gate(self, detectors: list[Detector], state: ResumeState, output: RunOutput) -> None:
+        """The judge audit on the driver; its HTTP clients are closed on the loop that made them."""
+        try:
+            await self.gate(detectors, state, output)
+        finally:
+            await _close(detectors)
 
     def _input_error(self, output: RunOutput) -> Any:
         from redjury.pipeline import input_error_row
