@@ -60,8 +60,9 @@ HITS_SUFFIX = ".hits.jsonl"
 # Attempts per block: detectors only, and with judges (one block is judged at once per actor).
 BLOCK_SYNC = 2048
 BLOCK_JUDGED = 256
-# Blocks handed to Ray Data at once; the driver reads the next wave while one is scored.
-WAVE_BLOCKS = 32
+# Attempts handed to Ray Data at once; the driver reads the next wave while one is scored.
+# (A wave of judged blocks starts its own actor pool: judged waves are as long as possible.)
+WAVE_ATTEMPTS = 65_536
 # Completion-row judge counters that are peaks, not sums.
 _PEAKS = frozenset({"in_flight", "max_in_flight"})
 _ID_HEAD = re.compile(rb'^\{"entry_type":"attempt","status":2,"id":"((?:[^"\\]|\\.)*)"')
@@ -373,10 +374,11 @@ class RayRun(Run):
 
     def score(self, blocks: Iterator[tuple[int, bytes]], job: Job, judged: bool) -> None:
         """Waves of blocks through Ray Data; the next wave is read while one is scored."""
+        size = WAVE_ATTEMPTS // (BLOCK_JUDGED if judged else BLOCK_SYNC)
         with ThreadPoolExecutor(1) as pool:
             running = None
             while True:
-                wave = [b for _, b in zip(range(WAVE_BLOCKS), blocks, strict=False)]
+                wave = [b for _, b in zip(range(size), blocks, strict=False)]
                 if running is not None:
                     self._collect(running.result())
                 if not wave:
