@@ -57,9 +57,12 @@ from redjury.rows import AttemptScorer, is_async
 SHARD_DIR = "redjury.shards"
 ROWS_SUFFIX = ".rows.jsonl"
 HITS_SUFFIX = ".hits.jsonl"
-# Attempts per block: detectors only, and with judges (one block is judged at once per actor).
+# Attempts per block with detectors only.
 BLOCK_SYNC = 2048
-BLOCK_JUDGED = 256
+# With judges, an actor judges one block at a time: a block is this many rounds of its share
+# of the concurrency limit, so the pause at each block's end (the last round drains, shards
+# are written, the next block comes) costs a few per cent at most.
+JUDGED_ROUNDS = 32
 # Attempts handed to Ray Data at once; the driver reads the next wave while one is scored.
 # (A wave of judged blocks starts its own actor pool: judged waves are as long as possible.)
 WAVE_ATTEMPTS = 65_536
@@ -113,6 +116,12 @@ def split_limits(evaluation: EvaluationSpec, actors: int) -> EvaluationSpec:
             "per_endpoint_concurrency": max(1, evaluation.per_endpoint_concurrency // actors),
         }
     )
+
+
+def block_size(job: Job) -> int:
+    if job.evaluation is None:
+        return BLOCK_SYNC
+    return JUDGED_ROUNDS * job.evaluation.max_concurrency
 
 
 def judge_actors(evaluation: EvaluationSpec, wanted: int) -> int:
@@ -299,7 +308,7 @@ class RayRun(Run):
         output.mark()
         try:
             attempts = gate.attempts(self.inputs.records(), self._input_error(output))
-            self.score(_blocks(attempts, BLOCK_JUDGED if judged else BLOCK_SYNC), job, judged)
+            self.score(_blocks(attempts, block_size(job)), job, judged)
         finally:
             output.flush()
         self.input_errors = gate.bad
@@ -374,7 +383,7 @@ class RayRun(Run):
 
     def score(self, blocks: Iterator[tuple[int, bytes]], job: Job, judged: bool) -> None:
         """Waves of blocks through Ray Data; the next wave is read while one is scored."""
-        size = WAVE_ATTEMPTS // (BLOCK_JUDGED if judged else BLOCK_SYNC)
+        size = max(1, WAVE_ATTEMPTS // block_size(job))
         with ThreadPoolExecutor(1) as pool:
             running = None
             while True:
