@@ -62,7 +62,7 @@ BLOCK_SYNC = 2048
 # With judges, an actor judges one block at a time: a block is this many rounds of its share
 # of the concurrency limit, so the pause at each block's end (the last round drains, shards
 # are written, the next block comes) costs a few per cent at most.
-JUDGED_ROUNDS = 32
+JUDGED_ROUNDS = 16
 # Attempts handed to Ray Data at once; the driver reads the next wave while one is scored.
 # (A wave of judged blocks starts its own actor pool: judged waves are as long as possible.)
 WAVE_ATTEMPTS = 65_536
