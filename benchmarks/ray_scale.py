@@ -1,7 +1,7 @@
 """The Ray engine against one process (issue 15): default detectors over many attempts, single
 process vs Ray with 1 and 2 workers, and a judge panel through Ray actors at C=64, L=200 ms.
 
-    python benchmarks/ray_scale.py [--attempts 1000000] [--panel-attempts 4000]
+    python benchmarks/ray_scale.py [--attempts 1000000] [--panel-attempts 51200]
 
 Every timed run is a fresh process (`--worker ...`) that reports its wall time, the time Ray
 took to start, and the driver's peak RSS. Writes benchmarks/results/ray_scale.json and prints
@@ -118,7 +118,7 @@ def timed(inp: Path, engine: str, workers: int | None = None, url: str | None = 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--attempts", type=int, default=1_000_000)
-    parser.add_argument("--panel-attempts", type=int, default=4000)
+    parser.add_argument("--panel-attempts", type=int, default=51_200)
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--input")
     parser.add_argument("--engine", default="local")
