@@ -197,6 +197,10 @@ async def aevaluate(
     progress: bool | None = None,
     config_path: str | None = None,
     preflight: bool = True,
+    engine: str = "local",
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
+    keep_shards: bool = False,
 ) -> Results:
     """Judge attempts inside a running event loop (the judges share that loop).
 
@@ -206,15 +210,21 @@ async def aevaluate(
     always in `Results.summary()`. `preflight=False` skips asking each judge endpoint once
     before judging. Raises `InputError` for bad input (unless `skip_bad_lines`),
     `ConfigError` for a bad config, `RunError` when the run cannot go on (a judge that fails
-    its preflight included).
+    its preflight included). `engine="ray"` runs on Ray (`ray_address`: None starts a local
+    Ray, `"auto"` joins a cluster; see the README's Ray section).
     """
     options, capture = _options(
         attempts, config, out, skip_bad_lines, use_cache, cache_path, offline, stream,
         verbose, colour, progress, config_path, preflight,
     )  # fmt: skip
-    from redjury.pipeline import Run
+    options.engine, options.ray_address = engine, ray_address
+    options.ray_workers, options.keep_shards = ray_workers, keep_shards
+    from redjury.pipeline import Run, run
 
-    result = await Run(options).aexecute()
+    if engine != "local":  # the engine drives its own cluster: keep this loop free meanwhile
+        result = await asyncio.to_thread(run, options)
+    else:
+        result = await Run(options).aexecute()
     return Results.from_run(result, capture.text())
 
 
@@ -233,6 +243,10 @@ def evaluate(
     progress: bool | None = None,
     config_path: str | None = None,
     preflight: bool = True,
+    engine: str = "local",
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
+    keep_shards: bool = False,
 ) -> Results:
     """Judge attempts with the configured detectors and judges; see `aevaluate`.
 
@@ -243,9 +257,11 @@ def evaluate(
         attempts, config, out, skip_bad_lines, use_cache, cache_path, offline, stream,
         verbose, colour, progress, config_path, preflight,
     )  # fmt: skip
-    from redjury.pipeline import Run
+    options.engine, options.ray_address = engine, ray_address
+    options.ray_workers, options.keep_shards = ray_workers, keep_shards
+    from redjury.pipeline import run
 
-    result = Run(options).execute()
+    result = run(options)
     return Results.from_run(result, capture.text())
 
 

@@ -232,6 +232,28 @@ def run(
             "--fail-on-errors", help="Exit 4 when more than N replies ended in judge errors."
         ),
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option("--engine", help="local (this process) or ray (pip install 'redjury[ray]')."),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address", help="Ray: auto or an address joins a cluster (default: a local Ray)."
+        ),
+    ] = None,
+    ray_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--ray-workers", help="Ray: detector tasks or judge actors at once (default: CPUs)."
+        ),
+    ] = None,
+    keep_shards: Annotated[
+        bool,
+        typer.Option(
+            "--keep-shards", help="Ray: leave attempt rows in redjury.shards/, not the report."
+        ),
+    ] = False,
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
     from redjury.api import evaluate
@@ -278,6 +300,10 @@ def run(
             use_cache=not no_cache,
             offline=offline,
             preflight=not no_preflight,
+            engine=engine,
+            ray_address=ray_address,
+            ray_workers=ray_workers,
+            keep_shards=keep_shards,
             stream=sys.stdout,
             verbose=verbose,
             colour=colour,

@@ -106,12 +106,37 @@ class DetectorTally:
     # (None until a finding carried `upstream_counting`).
     upstream_delta: list[int] | None = None
 
+    def merge(self, other: DetectorTally) -> None:
+        """Add the counts of a later stretch of attempts (a Ray block): as if counted here."""
+        self.passed += other.passed
+        self.fails += other.fails
+        self.nones += other.nones
+        self.errors += other.errors
+        for intent, (p, e, n) in other.intents.items():
+            bucket = self.intents.setdefault(intent, [0, 0, 0])
+            bucket[0] += p
+            bucket[1] += e
+            bucket[2] += n
+        for pair, count in other.per_prompt.items():
+            self.per_prompt[pair] = self.per_prompt.get(pair, 0) + count
+        room = FIRST_HITS - len(self.first_hits)
+        if room > 0:
+            self.first_hits.extend(other.first_hits[:room])
+        self.abstain_sum += other.abstain_sum
+        self.abstain_n += other.abstain_n
+        self.flippable += other.flippable
+
 
 @dataclass(slots=True)
 class ProbeTally:
     outputs: int = 0
     null_outputs: int = 0
     detectors: set[str] = field(default_factory=set)
+
+    def merge(self, other: ProbeTally) -> None:
+        self.outputs += other.outputs
+        self.null_outputs += other.null_outputs
+        self.detectors |= other.detectors
 
 
 @dataclass
@@ -187,6 +212,13 @@ class RunTally:
                 bucket[0] += passed
                 bucket[1] += passed + fails
                 bucket[2] += nones
+
+    def merge(self, other: RunTally) -> None:
+        """Add another tally of later attempts; merged in input order, `first_hits` match too."""
+        for probe, pt in other.probes.items():
+            self.probes.setdefault(probe, ProbeTally()).merge(pt)
+        for key, t in other.tallies.items():
+            self.tallies.setdefault(key, DetectorTally()).merge(t)
 
     def eval_rows(
         self, extra: Callable[[str, str, DetectorTally], dict[str, Any]] | None = None

@@ -96,6 +96,14 @@ class RunOptions:
     source: AttemptSource | None = None
     # Ask each judge endpoint once before judging (a broken judge stops the run, exit 2).
     preflight: bool = True
+    # Where the run happens: "local" (this process) or "ray" (redjury.engines.ray_engine).
+    engine: str = "local"
+    # Ray: None starts a local Ray for the run; "auto" or an address joins a cluster.
+    ray_address: str | None = None
+    # Ray: scoring tasks (detectors) or judge actors at once; None: one per CPU.
+    ray_workers: int | None = None
+    # Ray: leave the attempt rows in shard files instead of gathering them into the report.
+    keep_shards: bool = False
 
 
 @dataclass
@@ -134,7 +142,23 @@ def config_fingerprint(config: RunConfig) -> str:
 
 
 def build_detectors(options: RunOptions) -> list[Detector]:
-    detectors: list[Detector] = []
+    detectors: list[Detector] = [cls(params) for cls, params in detector_specs(options)]
+    if options.config.evaluation.judges:
+        from redjury.judges.panel import JudgePanelDetector
+
+        detectors.append(
+            JudgePanelDetector.from_spec(
+                options.config.evaluation,
+                cache_path=options.cache_path,
+                use_cache=options.use_cache,
+            )
+        )
+    return detectors
+
+
+def detector_specs(options: RunOptions) -> list[tuple[type[Detector], Any]]:
+    """The configured detectors (judge panel aside) as (class, params), cache switches applied."""
+    specs: list[tuple[type[Detector], Any]] = []
     for cls, params in resolve_detectors(options.config):
         # Judge-backed detectors follow the run's cache switches too.
         fields = type(params).model_fields
@@ -147,18 +171,8 @@ def build_detectors(options: RunOptions) -> list[Detector]:
             and getattr(params, "cache_path", None) is None
         ):
             update["cache_path"] = str(options.cache_path)
-        detectors.append(cls(params.model_copy(update=update) if update else params))
-    if options.config.evaluation.judges:
-        from redjury.judges.panel import JudgePanelDetector
-
-        detectors.append(
-            JudgePanelDetector.from_spec(
-                options.config.evaluation,
-                cache_path=options.cache_path,
-                use_cache=options.use_cache,
-            )
-        )
-    return detectors
+        specs.append((cls, params.model_copy(update=update) if update else params))
+    return specs
 
 
 # -- the write stage -------------------------------------------------------------------------
@@ -854,4 +868,10 @@ def silence_stdout() -> None:
 
 def run(options: RunOptions) -> RunResult:
     """Library entry point: judge the inputs into `options.out_dir` (or into memory)."""
+    if options.engine == "ray":
+        from redjury.engines.ray_engine import run_on_ray
+
+        return run_on_ray(options)
+    if options.engine != "local":
+        raise RunError(f"engine: {options.engine!r} is not local or ray")
     return Run(options).execute()

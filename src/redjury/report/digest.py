@@ -97,6 +97,11 @@ def counts_entry(
     return out
 
 
+def _add_into(into: list[int], counts: list[int]) -> None:
+    for i, n in enumerate(counts):
+        into[i] += n
+
+
 @dataclass
 class JudgeTally:
     """Per judge: votes at or above the panel threshold, below it, abstentions; per pair: agreement."""
@@ -132,6 +137,14 @@ class JudgeTally:
             pair = self.pairs.setdefault((a, b), [0, 0])
             pair[0] += 1
             pair[1] += cast[a] == cast[b]
+
+    def merge(self, other: JudgeTally) -> None:
+        self.outputs += other.outputs
+        self.errors += other.errors
+        for judge, counts in other.votes.items():
+            _add_into(self.votes.setdefault(judge, [0, 0, 0]), counts)
+        for pair, counts in other.pairs.items():
+            _add_into(self.pairs.setdefault(pair, [0, 0]), counts)
 
     def summary(self) -> dict[str, Any]:
         judges = []
@@ -178,6 +191,16 @@ class DigestBuilder:
         self.breakdowns: dict[tuple[str, str, str], list[int]] = {}
         # (probe, intent) -> [passed, fails, nones]; an output is a hit when any detector failed it.
         self.matrix: dict[tuple[str, str], list[int]] = {}
+
+    def merge(self, other: DigestBuilder) -> None:
+        """Add the attempt counts of another builder (a Ray block) over the same run."""
+        self.attempts += other.attempts
+        self.outputs += other.outputs
+        for key, counts in other.breakdowns.items():
+            _add_into(self.breakdowns.setdefault(key, [0, 0, 0]), counts)
+        for cell, counts in other.matrix.items():
+            _add_into(self.matrix.setdefault(cell, [0, 0, 0]), counts)
+        self.judges.merge(other.judges)
 
     def add_eval(self, row: dict[str, Any]) -> None:
         self.evals.append(row)

@@ -1,0 +1,495 @@
+"""The Ray engine: the single-process run's stages, with scoring spread over a Ray cluster.
+
+The driver runs the read stage (`InputGate`: line errors, duplicate ids, resumed ids) and
+hands blocks of attempts to Ray Data. Detectors run in Ray Data tasks (`map_batches`);
+judge panels in a pool of actors, each with its own async judge engine and a share of the
+configured concurrency limits (split across actors, never multiplied). A worker scores a
+block, writes its attempt rows and hitlog rows as shard files (tmp + rename, named by the
+run session and block number, so a retried block replaces its own files), and sends back
+its tallies. The driver merges the tallies in block order (so the eval rows, probe
+summaries, digest and hitlog equal a single-process run's), gathers the shards into
+`redjury.report.jsonl` (each attempt once) and finishes like `Run.finish`.
+
+Shards live in `<out>/redjury.shards/`; every node must see `<out>` (a shared filesystem).
+A rerun into the same folder skips the attempts already in a shard or in the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import re
+import shutil
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from redjury.attempts import Attempt
+from redjury.detectors.base import Detector
+from redjury.engines.sources import RaySources
+from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
+from redjury.inputs import AttemptSource
+from redjury.judges.config import EvaluationSpec
+from redjury.pipeline import (
+    InputGate,
+    ResumeState,
+    Run,
+    RunError,
+    RunOptions,
+    RunOutput,
+    RunResult,
+    RunTallies,
+    build_detectors,
+    detector_specs,
+)
+from redjury.redaction import run_redactors
+from redjury.report.digest import DigestBuilder
+from redjury.report.jsonl import dumps_line, read_rows
+from redjury.rows import AttemptScorer, is_async
+
+SHARD_DIR = "redjury.shards"
+ROWS_SUFFIX = ".rows.jsonl"
+HITS_SUFFIX = ".hits.jsonl"
+# Attempts per block with detectors only.
+BLOCK_SYNC = 2048
+# With judges, an actor judges one block at a time: a block is this many rounds of its share
+# of the concurrency limit, so the pause at each block's end (the last round drains, shards
+# are written, the next block comes) costs a few per cent at most.
+JUDGED_ROUNDS = 16
+# Attempts handed to Ray Data at once; the driver reads the next wave while one is scored.
+# (A wave of judged blocks starts its own actor pool: judged waves are as long as possible.)
+WAVE_ATTEMPTS = 65_536
+# Completion-row judge counters that are peaks, not sums.
+_PEAKS = frozenset({"in_flight", "max_in_flight"})
+_ID_HEAD = re.compile(rb'^\{"entry_type":"attempt","status":2,"id":"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every worker needs to score blocks of one run session (pickled once per wave)."""
+
+    key: str
+    shard_dir: str
+    header: dict[str, Any]
+    evaluator: Evaluator
+    specs: list[tuple[type[Detector], Any]]
+    evaluation: EvaluationSpec | None
+    redact: bool
+    use_cache: bool
+    cache_path: str | None
+    generator: str | None
+    generations_per_prompt: int | None
+
+    def detectors(self) -> list[Detector]:
+        detectors: list[Detector] = [cls(params) for cls, params in self.specs]
+        if self.evaluation is not None:
+            from redjury.judges.panel import JudgePanelDetector
+
+            detectors.append(
+                JudgePanelDetector.from_spec(
+                    self.evaluation,
+                    cache_path=Path(self.cache_path) if self.cache_path else None,
+                    use_cache=self.use_cache,
+                )
+            )
+        return detectors
+
+    def scorer(self, detectors: list[Detector]) -> AttemptScorer:
+        return AttemptScorer(detectors, *run_redactors(detectors), self.redact)
+
+    def shard(self, block: int, suffix: str) -> Path:
+        return Path(self.shard_dir) / f"{self.key}-{block:08d}{suffix}"
+
+
+def split_limits(evaluation: EvaluationSpec, actors: int) -> EvaluationSpec:
+    """Each actor's share of the judge concurrency limits: together never above the config's."""
+    return evaluation.model_copy(
+        update={
+            "max_concurrency": max(1, evaluation.max_concurrency // actors),
+            "per_endpoint_concurrency": max(1, evaluation.per_endpoint_concurrency // actors),
+        }
+    )
+
+
+def block_size(job: Job) -> int:
+    if job.evaluation is None:
+        return BLOCK_SYNC
+    return JUDGED_ROUNDS * job.evaluation.max_concurrency
+
+
+def judge_actors(evaluation: EvaluationSpec, wanted: int) -> int:
+    """Actors such that every one gets at least one request of each limit."""
+    return max(1, min(wanted, evaluation.max_concurrency, evaluation.per_endpoint_concurrency))
+
+
+# -- the worker side -------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, lines: Iterator[bytes]) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    with tmp.open("wb") as fh:
+        for line in lines:
+            fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def finish_block(job: Job, block: int, rows: list[dict[str, Any]], stats: Any = None) -> bytes:
+    """Tally one block's rows, write its shards (hitlog first), return the pickled tallies."""
+    tally = RunTally(job.evaluator)
+    digest = DigestBuilder(job.header)
+    build = HitlogBuilder(job.generator, job.generations_per_prompt)
+    hits: list[bytes] = []
+
+    def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
+        hits.append(dumps_line(build(row, detector, idx, score)))
+
+    for row in rows:
+        tally.add(row, on_hit)
+        digest.add_attempt(row)
+    _write_atomic(job.shard(block, HITS_SUFFIX), iter(hits))
+    # The rows shard is written last: its presence says the block is done.
+    _write_atomic(job.shard(block, ROWS_SUFFIX), (dumps_line(r) for r in rows))
+    return pickle.dumps((block, len(rows), tally, digest, stats))
+
+
+_SCORERS: dict[str, AttemptScorer] = {}
+
+
+def score_blocks(batch: Any, job: Job) -> dict[str, list[Any]]:
+    """A Ray Data task: score blocks with the detectors (built once per worker process)."""
+    scorer = _SCORERS.get(job.key)
+    if scorer is None:
+        _SCORERS.clear()
+        scorer = _SCORERS[job.key] = job.scorer(job.detectors())
+    out: list[bytes] = []
+    for block, payload in zip(batch["block"], batch["payload"], strict=True):
+        attempts: list[Attempt] = pickle.loads(payload)
+        out.append(finish_block(job, int(block), scorer.score_window(attempts)))
+    return {"result": out}
+
+
+class JudgeBlocks:
+    """A Ray Data actor: judges blocks with redjury's async engine on its own event loop."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.loop = asyncio.new_event_loop()
+        self.detectors = job.detectors()
+        self.scorer = job.scorer(self.detectors)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        out: list[bytes] = []
+        for block, payload in zip(batch["block"], batch["payload"], strict=True):
+            attempts: list[Attempt] = pickle.loads(payload)
+            before = self._stats()
+            rows = self.loop.run_until_complete(self._judge(attempts))
+            out.append(finish_block(self.job, int(block), rows, _delta(before, self._stats())))
+        return {"result": out}
+
+    async def _judge(self, attempts: list[Attempt]) -> list[dict[str, Any]]:
+        rows = await asyncio.gather(*(self.scorer.score_one(a) for a in attempts))
+        for det in self.detectors:
+            await det.aclose()  # commits the judge cache; the panel stays usable
+        return list(rows)
+
+    def _stats(self) -> dict[str, dict[str, int]]:
+        out = {}
+        for det in self.detectors:
+            stats = getattr(det, "stats", None)
+            if callable(stats):
+                out[det.name] = dict(stats())
+        return out
+
+
+def _delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> Any:
+    return {
+        name: {k: v if k in _PEAKS else v - before.get(name, {}).get(k, 0) for k, v in s.items()}
+        for name, s in after.items()
+    }
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+@dataclass
+class Shards:
+    """The shard folder of an output: rows kept by earlier sessions, new blocks of this one."""
+
+    root: Path
+    key: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    def earlier(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.glob(f"*{ROWS_SUFFIX}") if not self.mine(p))
+
+    def mine(self, path: Path) -> bool:
+        return path.name.startswith(self.key + "-")
+
+    def remove_mine(self) -> None:
+        """Take back this session's shards (a refused input leaves no trace)."""
+        if self.root.is_dir():
+            for p in self.root.iterdir():
+                if self.mine(p):
+                    p.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.root.rmdir()  # only when empty: earlier sessions' shards stay
+
+
+def _row_id(line: bytes) -> str | None:
+    head = _ID_HEAD.match(line)
+    if head is not None and b"\\" not in head.group(1):
+        return head.group(1).decode()
+    row = orjson.loads(line)
+    return str(row.get("id")) if isinstance(row, dict) else None
+
+
+class RayRun(Run):
+    """`Run` with the score stage on Ray; read, tally and write are the single-process parts."""
+
+    def __init__(self, options: RunOptions) -> None:
+        if options.out_dir is None:
+            raise RunError("the Ray engine writes files: give an output folder (--out)")
+        source: AttemptSource = (
+            RaySources(list(options.inputs)) if options.source is None else options.source
+        )
+        super().__init__(options)
+        self.inputs = source
+        self.shards = Shards(options.out_dir / SHARD_DIR)
+        self.blocks: dict[int, tuple[int, RunTally, DigestBuilder, Any]] = {}
+        self.stats: dict[str, dict[str, int]] = {}
+        self.kept_ids: set[str] = set()
+
+    def check_paths(self) -> None:
+        missing = self.inputs.missing() if isinstance(self.inputs, RaySources) else None
+        if missing is not None:
+            raise RunError(str(missing))
+
+    def execute(self) -> RunResult:
+        import ray
+
+        self.check_paths()
+        detectors = build_detectors(self.options)
+        judged = any(is_async(d) for d in detectors)
+        started = not ray.is_initialized()
+        if started:
+            ray.init(address=self.options.ray_address, log_to_driver=False)
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        try:
+            return self._execute(detectors, judged)
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
+        finally:
+            asyncio.run(_close(detectors))
+            if started:
+                ray.shutdown()
+
+    def _execute(self, detectors: list[Detector], judged: bool) -> RunResult:
+        if judged:
+            self.check_first()
+        output, state, header = self.open(detectors)
+        tallies = self.tallies(header, output)
+        done = self.replay_all(state, tallies, output)
+        if judged or self.config.evaluation.audit.enabled:
+            asyncio.run(self._gate(detectors, state, output))
+        gate = InputGate(not self.options.skip_bad_lines, done=done)
+        gate.done_errors = state.error_lines()
+        job = self.job(header, tallies, judged)
+        self.shards.root.mkdir(parents=True, exist_ok=True)
+        output.mark()
+        try:
+            attempts = gate.attempts(self.inputs.records(), self._input_error(output))
+            self.score(_blocks(attempts, block_size(job)), job, judged)
+        finally:
+            output.flush()
+        self.input_errors = gate.bad
+        refusal = gate.refusal(self._input_names(), self.inputs.empty_reason())
+        if refusal is not None:
+            self.shards.remove_mine()
+            output.rollback()
+            raise refusal
+        self.merge(tallies, output)
+        if not self.options.keep_shards:
+            self.gather(output)
+        eval_rows = self.finish(header, tallies, detectors)
+        if not self.options.keep_shards:
+            shutil.rmtree(self.shards.root, ignore_errors=True)
+        return self._result(eval_rows)
+
+    async def _gate(self, detectors: list[Detector], state: ResumeState, output: RunOutput) -> None:
+        """The judge audit on the driver; its HTTP clients are closed on the loop that made them."""
+        try:
+            await self.gate(detectors, state, output)
+        finally:
+            await _close(detectors)
+
+    def _input_error(self, output: RunOutput) -> Any:
+        from redjury.pipeline import input_error_row
+
+        return lambda err: output.report.write(input_error_row(err))
+
+    def replay_all(self, state: ResumeState, tallies: RunTallies, output: RunOutput) -> set[int]:
+        """Count the rows an earlier run kept, in the report and in shards, each id once."""
+        self.replay(state, tallies)
+        seen = {str(r.get("id")) for r in state.kept if r["entry_type"] == "attempt"}
+        self.kept_ids = set(seen)
+        for path in self.shards.earlier():
+            for row in read_rows(path):
+                key = str(row.get("id"))
+                if row.get("entry_type") == "attempt" and key not in seen:
+                    seen.add(key)
+                    tallies.add(row)
+                    self.resumed += 1
+        if len(seen) > len(self.kept_ids):
+            self._say(f"resuming: {self.resumed} attempts already in {self.options.out_dir}")
+        return {hash(k) for k in seen}
+
+    def job(self, header: dict[str, Any], tallies: RunTallies, judged: bool) -> Job:
+        evaluation = self.config.evaluation if self.config.evaluation.judges else None
+        if evaluation is not None:
+            evaluation = split_limits(evaluation, self.actors())
+        return Job(
+            key=self.shards.key,
+            shard_dir=str(self.shards.root.resolve()),
+            header=header,
+            evaluator=self.evaluator,
+            specs=detector_specs(self.options),
+            evaluation=evaluation,
+            redact=self.config.reporting.redact,
+            use_cache=self.options.use_cache,
+            cache_path=str(self.options.cache_path) if self.options.cache_path else None,
+            generator=tallies.build_hit.generator,
+            generations_per_prompt=tallies.build_hit.generations_per_prompt,
+        )
+
+    def workers(self) -> int:
+        import ray
+
+        if self.options.ray_workers:
+            return self.options.ray_workers
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def actors(self) -> int:
+        return judge_actors(self.config.evaluation, self.workers())
+
+    def score(self, blocks: Iterator[tuple[int, bytes]], job: Job, judged: bool) -> None:
+        """Waves of blocks through Ray Data; the next wave is read while one is scored."""
+        size = max(1, WAVE_ATTEMPTS // block_size(job))
+        with ThreadPoolExecutor(1) as pool:
+            running = None
+            while True:
+                wave = [b for _, b in zip(range(size), blocks, strict=False)]
+                if running is not None:
+                    self._collect(running.result())
+                if not wave:
+                    return
+                running = pool.submit(self._run_wave, wave, job, judged)
+
+    def _run_wave(self, wave: list[tuple[int, bytes]], job: Job, judged: bool) -> list[bytes]:
+        import ray
+
+        items = [{"block": b, "payload": p} for b, p in wave]
+        ds: Any = ray.data.from_items(items, override_num_blocks=len(items))
+        if judged:
+            ds = ds.map_batches(
+                JudgeBlocks,
+                fn_constructor_kwargs={"job": job},
+                batch_size=1,
+                compute=ray.data.ActorPoolStrategy(size=self.actors()),
+            )
+        else:
+            ds = ds.map_batches(
+                score_blocks,
+                fn_kwargs={"job": job},
+                batch_size=1,
+                compute=ray.data.TaskPoolStrategy(size=self.workers()),
+            )
+        return [row["result"] for row in ds.iter_rows()]
+
+    def _collect(self, results: list[bytes]) -> None:
+        for payload in results:
+            block, n, tally, digest, stats = pickle.loads(payload)
+            self.blocks[block] = (n, tally, digest, stats)
+            self.scored += n
+
+    def merge(self, tallies: RunTallies, output: RunOutput) -> None:
+        """The blocks' tallies and hitlog shards, in block (input) order."""
+        output.hitlog.flush()
+        assert output.hitlog_path is not None
+        for block in sorted(self.blocks):
+            _, tally, digest, stats = self.blocks[block]
+            tallies.tally.merge(tally)
+            tallies.digest.merge(digest)
+            for name, counts in (stats or {}).items():
+                into = self.stats.setdefault(name, {})
+                for k, v in counts.items():
+                    into[k] = max(into.get(k, 0), v) if k in _PEAKS else into.get(k, 0) + v
+            with self.shards_of(block, HITS_SUFFIX).open("rb") as src:
+                shutil.copyfileobj(src, output.hitlog._fh)  # type: ignore[union-attr]
+
+    def shards_of(self, block: int, suffix: str) -> Path:
+        return self.shards.root / f"{self.shards.key}-{block:08d}{suffix}"
+
+    def gather(self, output: RunOutput) -> None:
+        """Earlier sessions' shards (each id once), then this session's blocks in order."""
+        report = output.report
+        report.flush()
+        fh = report._fh  # type: ignore[union-attr]
+        kept = set(self.kept_ids)
+        for path in self.shards.earlier():
+            with path.open("rb") as src:
+                for line in src:
+                    key = _row_id(line) if line.endswith(b"\n") else None
+                    if key is not None and key not in kept:
+                        kept.add(key)
+                        fh.write(line)
+        for block in sorted(self.blocks):
+            with self.shards_of(block, ROWS_SUFFIX).open("rb") as src:
+                shutil.copyfileobj(src, fh)
+        report.flush()
+
+    def _completion(self, header: dict[str, Any], detectors: list[Detector]) -> dict[str, Any]:
+        completion = super()._completion(header, [])
+        completion["engine"] = "ray"
+        for name, stats in sorted(self.stats.items()):
+            completion[f"{name}_stats"] = stats
+        return completion
+
+
+def _blocks(attempts: Iterator[Attempt], size: int) -> Iterator[tuple[int, bytes]]:
+    block: list[Attempt] = []
+    number = 0
+    for attempt in attempts:
+        block.append(attempt)
+        if len(block) >= size:
+            yield number, pickle.dumps(block, protocol=5)
+            number += 1
+            block = []
+    if block:
+        yield number, pickle.dumps(block, protocol=5)
+
+
+async def _close(detectors: list[Detector]) -> None:
+    for det in detectors:
+        await det.aclose()
+
+
+def run_on_ray(options: RunOptions) -> RunResult:
+    """Judge the inputs on Ray into `options.out_dir`: the same files as a local run."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise RunError("the Ray engine needs Ray: pip install 'redjury[ray]'") from None
+    return RayRun(options).execute()
