@@ -226,8 +226,13 @@ def test_registries_list_and_register_from_code() -> None:
         def check(self, attempt: redjury.Attempt, output: str) -> redjury.Finding:
             return self.bad("caps") if output.isupper() else self.good()
 
-    assert redjury.detectors.get("api_test_shouting") is Shouting
-    assert redjury.detect("NO WAY", ["api_test_shouting"])["api_test_shouting"].failed
+    try:
+        assert redjury.detectors.get("api_test_shouting") is Shouting
+        assert redjury.detect("NO WAY", ["api_test_shouting"])["api_test_shouting"].failed
+    finally:  # the registry is the process's: later tests (the README reference) see it
+        from redjury.detectors.registry import _DETECTORS
+
+        _DETECTORS._classes.pop("api_test_shouting", None)
 
 
 def test_every_public_name_has_a_docstring() -> None:

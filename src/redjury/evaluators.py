@@ -125,6 +125,17 @@ class DetectorTally:
         self.abstain_sum += other.abstain_sum
         self.abstain_n += other.abstain_n
         self.flippable += other.flippable
+        for key, values in other.graded.items():
+            self.graded.setdefault(key, []).extend(values)
+        if other.upstream_delta is not None:
+            if self.upstream_delta is None:
+                self.upstream_delta = [0, 0, 0]
+            _add_counts(self.upstream_delta, other.upstream_delta)
+
+
+def _add_counts(into: list[int], more: list[int]) -> None:
+    for i, n in enumerate(more):
+        into[i] += n
 
 
 @dataclass(slots=True)
@@ -319,7 +330,8 @@ def graded_rows(graded: dict[tuple[str, str], list[float]]) -> list[dict[str, An
     from redjury.stats.means import bootstrap_mean
 
     return [
-        {"judge": judge, "score": name, **bootstrap_mean(values)}
+        # Sorted: the interval must not depend on the order replies finished in.
+        {"judge": judge, "score": name, **bootstrap_mean(sorted(values))}
         for (judge, name), values in sorted(graded.items())
     ]
 

@@ -145,6 +145,10 @@ class JudgeTally:
             _add_into(self.votes.setdefault(judge, [0, 0, 0]), counts)
         for pair, counts in other.pairs.items():
             _add_into(self.pairs.setdefault(pair, [0, 0]), counts)
+        for judge, causes in other.causes.items():
+            mine = self.causes.setdefault(judge, {})
+            for cause, n in causes.items():
+                mine[cause] = mine.get(cause, 0) + n
 
     def summary(self) -> dict[str, Any]:
         judges = []
