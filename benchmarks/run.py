@@ -274,8 +274,8 @@ def case_evaluation(sz: Sizes, runs: int, tmp: Path) -> tuple[list[Row], dict]:
             _fmt_s(cli),
             _fmt_s(med(g_on)),
             ratio_cli,
-            "≥ 5×",
-            ratio_cli >= 5,
+            "≥ 10×",
+            ratio_cli >= 10,
         ),
         Row(
             "1",
@@ -303,6 +303,8 @@ PAIRS = (
     ("jailbreak_heuristic", "mitigation.MitigationBypass"),
     ("prompt_injection", "promptinject.AttackRogueString"),
 )
+# Issue 17 raised the heuristic's bar to 10× garak's MitigationBypass.
+DETECTOR_GOALS = {"jailbreak_heuristic": 10, "prompt_injection": 5}
 
 
 def case_detectors(sz: Sizes, runs: int) -> tuple[list[Row], dict]:
@@ -320,6 +322,8 @@ def case_detectors(sz: Sizes, runs: int) -> tuple[list[Row], dict]:
         return s, f"{replies / s:,.0f} replies/s, {mb / s:,.1f} MB/s"
 
     for ours, theirs in PAIRS:
+        goal = DETECTOR_GOALS[ours]
+        goal_text = f"≥ {goal}×"
         rs, rtxt = speed(r, ours)
         gs, gtxt = speed(g, theirs)
         ratio = gs / rs
@@ -330,8 +334,8 @@ def case_detectors(sz: Sizes, runs: int) -> tuple[list[Row], dict]:
                 rtxt,
                 gtxt,
                 ratio,
-                "≥ 5×",
-                ratio >= 5,
+                goal_text,
+                ratio >= goal,
             )
         )
     _, ptxt = speed(r, "pii_leak")

@@ -130,5 +130,9 @@ class Detector:
         """Configured values that must never appear in any written file."""
         return ()
 
+    def flush_cache(self) -> None:
+        """Commit cached verdicts to disk (detectors with a judge cache); the detector stays
+        usable."""
+
     async def aclose(self) -> None:
         """Release resources (HTTP clients) at the end of a run."""

@@ -64,6 +64,8 @@ BLOCK_SYNC = 2048
 # of the concurrency limit, so the pause at each block's end (the last round drains, shards
 # are written, the next block comes) costs a few per cent at most.
 JUDGED_ROUNDS = 16
+# Blocks an actor judges at once (sharing its engine and its limits).
+BLOCKS_PER_ACTOR = 2
 # Attempts handed to Ray Data at once; the driver reads the next wave while one is scored.
 # (A wave of judged blocks starts its own actor pool: judged waves are as long as possible.)
 WAVE_ATTEMPTS = 65_536
@@ -179,30 +181,35 @@ def score_blocks(batch: Any, job: Job) -> dict[str, list[Any]]:
 
 
 class JudgeBlocks:
-    """A Ray Data actor: judges blocks with redjury's async engine on its own event loop."""
+    """A Ray Data actor: judges blocks with redjury's async engine on the actor's event loop.
+
+    `__call__` is a coroutine, so Ray Data runs it on one event loop per actor and an actor
+    takes a second block while the first one's last requests drain: the actor's share of the
+    concurrency limit stays busy across block ends. Both blocks share the actor's engine, so
+    its limits hold for the two together.
+    """
 
     def __init__(self, job: Job) -> None:
         self.job = job
-        self.loop = asyncio.new_event_loop()
+        self.actor = uuid.uuid4().hex
         self.detectors = job.detectors()
         self.scorer = job.scorer(self.detectors)
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+    async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         out: list[bytes] = []
         for block, payload in zip(batch["block"], batch["payload"], strict=True):
             attempts: list[Attempt] = pickle.loads(payload)
-            before = self._stats()
-            rows = self.loop.run_until_complete(self._judge(attempts))
-            out.append(finish_block(self.job, int(block), rows, _delta(before, self._stats())))
+            rows = await asyncio.gather(*(self.scorer.score_one(a) for a in attempts))
+            for det in self.detectors:
+                det.flush_cache()  # the block's verdicts reach the judge cache before its shards
+            stats = (self.actor, self._stats())
+            out.append(
+                await asyncio.to_thread(finish_block, self.job, int(block), list(rows), stats)
+            )
         return {"result": out}
 
-    async def _judge(self, attempts: list[Attempt]) -> list[dict[str, Any]]:
-        rows = await asyncio.gather(*(self.scorer.score_one(a) for a in attempts))
-        for det in self.detectors:
-            await det.aclose()  # commits the judge cache; the panel stays usable
-        return list(rows)
-
     def _stats(self) -> dict[str, dict[str, int]]:
+        """This actor's counters so far (sums since it started; peaks as peaks)."""
         out = {}
         for det in self.detectors:
             stats = getattr(det, "stats", None)
@@ -211,11 +218,27 @@ class JudgeBlocks:
         return out
 
 
-def _delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> Any:
-    return {
-        name: {k: v if k in _PEAKS else v - before.get(name, {}).get(k, 0) for k, v in s.items()}
-        for name, s in after.items()
-    }
+def merge_actor_stats(
+    latest: dict[str, dict[str, dict[str, int]]],
+) -> dict[str, dict[str, int]]:
+    """The whole run's judge counters from each actor's latest counters: sums add up across
+    actors, peaks take the highest."""
+    merged: dict[str, dict[str, int]] = {}
+    for per_detector in latest.values():
+        for name, counts in per_detector.items():
+            into = merged.setdefault(name, {})
+            for k, v in counts.items():
+                into[k] = max(into.get(k, 0), v) if k in _PEAKS else into.get(k, 0) + v
+    return merged
+
+
+def _latest(before: dict[str, dict[str, int]], now: dict[str, dict[str, int]]) -> None:
+    """Keep each counter's highest value: an actor's counters only grow, and its blocks may
+    report out of order."""
+    for name, counts in now.items():
+        into = before.setdefault(name, {})
+        for k, v in counts.items():
+            into[k] = max(into.get(k, 0), v)
 
 
 # -- the driver ------------------------------------------------------------------------------
@@ -266,7 +289,9 @@ class RayRun(Run):
         super().__init__(options)
         self.inputs = source
         self.shards = Shards(options.out_dir / SHARD_DIR)
-        self.blocks: dict[int, tuple[int, RunTally, DigestBuilder, Any]] = {}
+        self.blocks: dict[int, tuple[int, RunTally, DigestBuilder]] = {}
+        # Judge actor → its latest counters (see `merge_actor_stats`).
+        self.actor_stats: dict[str, dict[str, dict[str, int]]] = {}
         self.stats: dict[str, dict[str, int]] = {}
         self.kept_ids: set[str] = set()
 
@@ -407,7 +432,12 @@ class RayRun(Run):
                 JudgeBlocks,
                 fn_constructor_kwargs={"job": job},
                 batch_size=1,
-                compute=ray.data.ActorPoolStrategy(size=self.actors()),
+                # Two blocks at once per actor: one starts while the other drains.
+                compute=ray.data.ActorPoolStrategy(
+                    size=self.actors(),
+                    max_tasks_in_flight_per_actor=BLOCKS_PER_ACTOR,
+                    max_concurrent_calls_per_actor=BLOCKS_PER_ACTOR,
+                ),
             )
         else:
             ds = ds.map_batches(
@@ -421,23 +451,23 @@ class RayRun(Run):
     def _collect(self, results: list[bytes]) -> None:
         for payload in results:
             block, n, tally, digest, stats = pickle.loads(payload)
-            self.blocks[block] = (n, tally, digest, stats)
+            self.blocks[block] = (n, tally, digest)
             self.scored += n
+            if stats is not None:
+                actor, counts = stats
+                _latest(self.actor_stats.setdefault(actor, {}), counts)
 
     def merge(self, tallies: RunTallies, output: RunOutput) -> None:
         """The blocks' tallies and hitlog shards, in block (input) order."""
         output.hitlog.flush()
         assert output.hitlog_path is not None
         for block in sorted(self.blocks):
-            _, tally, digest, stats = self.blocks[block]
+            _, tally, digest = self.blocks[block]
             tallies.tally.merge(tally)
             tallies.digest.merge(digest)
-            for name, counts in (stats or {}).items():
-                into = self.stats.setdefault(name, {})
-                for k, v in counts.items():
-                    into[k] = max(into.get(k, 0), v) if k in _PEAKS else into.get(k, 0) + v
             with self.shards_of(block, HITS_SUFFIX).open("rb") as src:
                 shutil.copyfileobj(src, output.hitlog._fh)  # type: ignore[union-attr]
+        self.stats = merge_actor_stats(self.actor_stats)
 
     def shards_of(self, block: int, suffix: str) -> Path:
         return self.shards.root / f"{self.shards.key}-{block:08d}{suffix}"

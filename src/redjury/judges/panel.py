@@ -274,6 +274,10 @@ class JudgePanelDetector(Detector):
         if self.cache is not None:
             self.cache.close()
 
+    def flush_cache(self) -> None:
+        if self.cache is not None:
+            self.cache.flush()
+
     # -- judging ---------------------------------------------------------------------------
     def detect(self, attempt: Attempt) -> list[Finding]:
         return asyncio.run(self._detect_and_close(attempt))

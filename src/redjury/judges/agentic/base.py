@@ -155,6 +155,10 @@ class QualityJudgeDetector(Detector):
         """Mask these values too (the run's markers) in the judge's answers."""
         self.judge.mask_answers_with(redactor)
 
+    def flush_cache(self) -> None:
+        if self.judge.cache is not None:
+            self.judge.cache.flush()
+
     async def aclose(self) -> None:
         self.judge.release()
         await self.judge.aclose()
