@@ -31,7 +31,7 @@ class PhraseParams(DetectorParams):
     """Settings shared by the phrase-matching detectors."""
 
     phrases: str = Field(
-        default="v2",
+        default="v3",
         pattern=r"^v[0-9]+$",
         description="Version of the phrase lists in resources/phrases/ (<kind>.<version>.txt).",
     )
