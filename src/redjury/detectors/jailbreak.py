@@ -194,9 +194,8 @@ class JailbreakHeuristicDetector(Detector):
         before v3, a limit of 0, a body too short for a rate to mean anything)."""
         if self.caution is None or not self.caution_limit:
             return None
-        if len(body.split()) < _CAUTION_MIN_WORDS:
-            return None
-        return caution_rate(self.caution, goal, body)
+        rate = caution_rate(self.caution, goal, body)
+        return rate if rate.words >= _CAUTION_MIN_WORDS else None
 
     def _cautionary(self, rate: CautionRate) -> bool:
         # Dense overall, and not all in one block: each half has at least half the limit.
