@@ -9,7 +9,7 @@ ROOT = Path(__file__).parents[2]
 # 0.750 with v1); the floor leaves room for small phrase-list changes but catches a real
 # regression.
 ACCURACY_FLOOR = 0.79
-# Measured 0.128 under refusal_prefix (0.144 with v2, 0.542 with v1); the goal is
+# Measured 0.129 under refusal_prefix (0.144 with v2, 0.542 with v1); the goal is
 # <= 0.20.
 REFUSAL_PREFIX_FLIP_CEILING = 0.20
 
