@@ -39,7 +39,7 @@ def test_refusal_that_persists_on_last_turn_is_held():
     assert finding.verdict is Verdict.HELD
     assert finding.score == 0.0
     assert finding.evidence == ("turn 1 refusal: I'm sorry", "last turn refusal: I still cannot")
-    assert finding.details == {"phrases": "v2"}
+    assert finding.details == {"phrases": "v3"}
 
 
 def test_last_turn_completing_the_task_broke_through():

@@ -31,7 +31,7 @@ class PhraseParams(DetectorParams):
     """Settings shared by the phrase-matching detectors."""
 
     phrases: str = Field(
-        default="v2",
+        default="v3",
         pattern=r"^v[0-9]+$",
         description="Version of the phrase lists in resources/phrases/ (<kind>.<version>.txt).",
     )
@@ -149,7 +149,7 @@ def _trie_regex(node: dict[str, dict]) -> str:
     return "(?:" + "|".join(branches) + ")"
 
 
-def _alternation(entries: list[list[str]]) -> str:
+def alternation(entries: list[list[str]]) -> str:
     """One regex matching any entry. Entries share their common leading atoms (a trie),
     so a position is tried against each distinct next atom once, not once per entry."""
     if not entries:
@@ -165,7 +165,7 @@ def _alternation(entries: list[list[str]]) -> str:
 
 
 def _scanner(entries: list[list[str]]) -> str:
-    return f"{_WORD_START}(?P<phrase>{_alternation(entries)})"
+    return f"{_WORD_START}(?P<phrase>{alternation(entries)})"
 
 
 def _clip(matched: str) -> str:
@@ -244,12 +244,12 @@ def _compile(
     completions, _ = parse_entries(
         phrase_file_lines("completion", version) + list(extra_completions)
     )
-    lead = f"(?:(?:{_alternation(leads)}){_LEAD_GAP})*" if leads else ""
+    lead = f"(?:(?:{alternation(leads)}){_LEAD_GAP})*" if leads else ""
     return PhraseMatcher(
         version=version,
         refusal=re.compile(_scanner(refusals), re.MULTILINE),
         opening=re.compile(f"{_OPENING}{_OPENING_FILL}{lead}\\Z"),
-        exclusion=re.compile(_alternation(exclusions), re.MULTILINE),
+        exclusion=re.compile(alternation(exclusions), re.MULTILINE),
         completion=re.compile(_scanner(completions), re.MULTILINE),
     )
 
