@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from redjury.config_files import check_named_files
 from redjury.config_yaml import Locate, YamlConfigError, read_yaml_config
 from redjury.detectors.base import Detector, DetectorParams
-from redjury.detectors.registry import detector_classes
+from redjury.detectors.registry import detector_classes, find_detector_class
 from redjury.judges.config import EvaluationSpec
 from redjury.judges.config_checks import check_scoring_type
 
@@ -194,19 +194,19 @@ def format_validation_error(exc: ValidationError, prefix: str = "") -> list[str]
 def _detector_problems(
     config: RunConfig,
 ) -> tuple[list[tuple[type[Detector], DetectorParams]], list[tuple[Loc, str]]]:
-    classes = detector_classes()
     if config.detectors is None:
+        classes = detector_classes()
         return [(cls, cls.Params()) for cls in classes.values() if cls.default_enabled], []
     resolved: list[tuple[type[Detector], DetectorParams]] = []
     problems: list[tuple[Loc, str]] = []
     for i, entry in enumerate(config.detectors):
-        cls = classes.get(entry.type)
+        cls = find_detector_class(entry.type)
         if cls is None or cls.name == "judge_panel":
             problems.append(
                 (
                     ("detectors", i, "type"),
                     f"unknown detector {entry.type!r}; known: "
-                    + ", ".join(n for n in classes if n != "judge_panel"),
+                    + ", ".join(n for n in detector_classes() if n != "judge_panel"),
                 )
             )
             continue

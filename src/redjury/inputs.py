@@ -114,10 +114,13 @@ def _message_fields(outputs: Any) -> list[dict[str, Any] | None] | None:
     exactly, without a second copy of every output in the report."""
     if not isinstance(outputs, list) or not any(isinstance(o, dict) for o in outputs):
         return None
-    return [
-        {k: v for k, v in o.items() if k != "text"} if isinstance(o, dict) else None
-        for o in outputs
-    ]
+    return [_without_text(o) if isinstance(o, dict) else None for o in outputs]
+
+
+def _without_text(message: dict[str, Any]) -> dict[str, Any]:
+    fields = message.copy()  # a C-level copy: faster than rebuilding the dict key by key
+    fields.pop("text", None)
+    return fields
 
 
 def _garak_prompt(prompt: Any) -> str | None:

@@ -1,9 +1,11 @@
 """Named plugin registries: built-ins register with a decorator, third parties through a
-Python entry point group, loaded once on first use."""
+Python entry point group. A built-in asked for by name imports only its own module (a run
+that names its detectors imports nothing else: no HTTP client, no JSON Schema library);
+listing, an unknown name or a third-party name loads everything once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
@@ -16,12 +18,19 @@ class Registry(Generic[T]):
     """Classes of one kind (detectors, scoring types) by their `name` attribute."""
 
     def __init__(
-        self, kind: str, base: type[Any], builtin_modules: Sequence[str], group: str
+        self,
+        kind: str,
+        base: type[Any],
+        builtin_modules: Sequence[str],
+        group: str,
+        builtin_names: Mapping[str, str] | None = None,
     ) -> None:
         self.kind = kind
         self.base = base
         self.builtin_modules = builtin_modules
         self.group = group
+        # Built-in name → the module whose import registers it.
+        self.builtin_names = dict(builtin_names or {})
         self._classes: dict[str, T] = {}
         self._loaded = False
 
@@ -54,7 +63,22 @@ class Registry(Generic[T]):
         self._load()
         return dict(sorted(self._classes.items()))
 
+    def find(self, name: str) -> T | None:
+        """The class registered as `name`, importing as little as possible; None if unknown."""
+        cls = self._classes.get(name)
+        module = self.builtin_names.get(name)
+        if cls is None and module is not None and not self._loaded:
+            import_module(module)
+            cls = self._classes.get(name)
+        if cls is None and not self._loaded:
+            self._load()
+            cls = self._classes.get(name)
+        return cls
+
     def get(self, name: str) -> T:
+        cls = self.find(name)
+        if cls is not None:
+            return cls
         classes = self.classes()
         try:
             return classes[name]

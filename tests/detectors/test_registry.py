@@ -110,3 +110,41 @@ def test_third_party_detector_registers_through_an_entry_point(tmp_path: Path) -
     assert attempt["detector_results"] == {"shouty": [1.0, 0.0]}
     assert len(read_jsonl(tmp_path / "out" / "redjury.hitlog.jsonl")) == 1
     assert REPO.exists()
+
+
+def test_builtin_name_table_matches_what_the_modules_register() -> None:
+    """Each built-in name leads to the module that registers it, and every built-in is named."""
+    from redjury.detectors.registry import BUILTIN_MODULES, BUILTIN_NAMES, detector_classes
+
+    classes = detector_classes()
+    builtin = {n: c for n, c in classes.items() if c.__module__.startswith("redjury.")}
+    assert set(BUILTIN_NAMES) == set(builtin)
+    for name, module in BUILTIN_NAMES.items():
+        assert module in BUILTIN_MODULES
+        assert builtin[name].__module__.startswith(module), name
+
+
+def test_a_run_that_names_its_detectors_imports_only_theirs(tmp_path: Path) -> None:
+    """No HTTP client and no JSON Schema library for a run of pii_leak (start-up time)."""
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": "1", "outputs": ["hello"]}])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("detectors:\n  - type: pii_leak\n")
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from redjury.cli import main
+        sys.argv = ["redjury", "run", {str(src)!r}, "-c", {str(cfg)!r},
+                    "-o", {str(tmp_path / "out")!r}]
+        try:
+            main()
+        except SystemExit as exc:
+            assert not exc.code, exc.code
+        loaded = sorted(m for m in ("aiohttp", "jsonschema", "redjury.judges.panel")
+                        if m in sys.modules)
+        print(",".join(loaded) or "none")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "none"
+    assert rows_of(tmp_path / "out" / "redjury.report.jsonl", "attempt")

@@ -23,8 +23,28 @@ BUILTIN_MODULES = (
     "redjury.judges.agentic",
 )
 
+# Built-in detector names and their modules, so a run imports only the detectors it names
+# (a test checks this table against what the modules register).
+BUILTIN_NAMES = {
+    "pii_leak": "redjury.detectors.pii",
+    "secret_exfiltration": "redjury.detectors.secrets",
+    "prompt_injection": "redjury.detectors.injection",
+    "refusal_consistency": "redjury.detectors.refusal",
+    "jailbreak_heuristic": "redjury.detectors.jailbreak",
+    "guardrail": "redjury.detectors.guardrail",
+    "latency": "redjury.detectors.budgets",
+    "cost": "redjury.detectors.budgets",
+    "schema": "redjury.detectors.schema",
+    "judge_panel": "redjury.judges.panel",
+    "toxicity": "redjury.judges.agentic",
+    "correctness": "redjury.judges.agentic",
+    "summarization": "redjury.judges.agentic",
+    "faithfulness": "redjury.judges.agentic",
+    "hallucination": "redjury.judges.agentic",
+}
+
 _DETECTORS: Registry[type[Detector]] = Registry(
-    "detector", Detector, BUILTIN_MODULES, ENTRY_POINT_GROUP
+    "detector", Detector, BUILTIN_MODULES, ENTRY_POINT_GROUP, BUILTIN_NAMES
 )
 D = TypeVar("D", bound=type[Detector])
 
@@ -41,3 +61,9 @@ def detector_classes() -> dict[str, type[Detector]]:
 
 def get_detector_class(name: str) -> type[Detector]:
     return _DETECTORS.get(name)
+
+
+def find_detector_class(name: str) -> type[Detector] | None:
+    """The detector class called `name`, importing only its module when it is a built-in;
+    None when no detector has that name."""
+    return _DETECTORS.find(name)
