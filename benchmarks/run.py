@@ -457,6 +457,18 @@ def case_judges(sz: Sizes, runs: int, tmp: Path, cases: set[str]) -> tuple[list[
                 rdef / hdef >= 10,
             )
         )
+        cpu64 = statistics.median(x["cpu_s"] / x["server_requests"] for x in r64s) * 1000
+        rows.append(
+            Row(
+                "3",
+                "L=200 ms, C=64 (the run above, judge cache on): client process CPU per judge call",
+                f"{cpu64:.3f} ms",
+                "—",
+                None,
+                "reported",
+                None,
+            )
+        )
         hw = rps(hwides)
         hwin = statistics.median(x["server_max_in_flight"] for x in hwides)
         rows.append(

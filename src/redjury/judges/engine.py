@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
-from multidict import CIMultiDictProxy
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from redjury.judges.limits import AdaptiveLimit
 from redjury.judges.proxies import proxy_for
@@ -95,9 +95,12 @@ class Route:
     timeout: float
     method: str = "POST"
     client_timeout: aiohttp.ClientTimeout = field(init=False)
+    # The headers as aiohttp keeps them, built once rather than on every call.
+    wire_headers: CIMultiDict[str] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "client_timeout", aiohttp.ClientTimeout(total=self.timeout))
+        object.__setattr__(self, "wire_headers", CIMultiDict(self.headers))
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -206,8 +209,12 @@ class JudgeEngine:
             limit=self.max_concurrency, limit_per_host=0, keepalive_timeout=IDLE_KEEPALIVE_S
         )
         # Proxies are resolved per endpoint (see proxies.py), so the session reads no env.
+        # Judge calls are stateless: no cookie jar to match and update on every call.
         self._session = aiohttp.ClientSession(
-            connector=connector, trust_env=False, auto_decompress=True
+            connector=connector,
+            trust_env=False,
+            auto_decompress=True,
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
         for ep in self._endpoints.values():
             ep.bind()
@@ -224,7 +231,7 @@ class JudgeEngine:
             route.method,
             route.url,
             data=body if body else None,
-            headers=route.headers,
+            headers=route.wire_headers,
             timeout=route.client_timeout,
             ssl=ep.ssl if ep.ssl is not None else True,
             proxy=ep.proxy,
@@ -248,25 +255,36 @@ class JudgeEngine:
     async def slot(self, route: Route) -> AsyncIterator[int]:
         """Hold one of the endpoint's and one of the global in-flight slots; yields the
         endpoint limit's epoch (for `AdaptiveLimit.backoff`)."""
+        epoch = await self._acquire(route)
+        try:
+            yield epoch
+        finally:
+            self._release(route)
+
+    async def _acquire(self, route: Route) -> int:
         self._ready()
         assert self._global is not None
-        stats = self.stats
         limit = route.endpoint.limit
         # Endpoint first, then global: a request waiting for a busy server must not hold
         # a global slot that a request to an idle server could use.
         epoch = await limit.acquire()
         try:
-            async with self._global:
-                stats.requests += 1
-                stats.in_flight += 1
-                if stats.in_flight > stats.max_in_flight:
-                    stats.max_in_flight = stats.in_flight
-                try:
-                    yield epoch
-                finally:
-                    stats.in_flight -= 1
-        finally:
+            await self._global.acquire()
+        except BaseException:
             limit.release()
+            raise
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        if stats.in_flight > stats.max_in_flight:
+            stats.max_in_flight = stats.in_flight
+        return epoch
+
+    def _release(self, route: Route) -> None:
+        assert self._global is not None
+        self.stats.in_flight -= 1
+        self._global.release()
+        route.endpoint.limit.release()
 
     async def post(self, route: Route, body: bytes) -> bytes:
         """POST a judge request; the 2xx body, or JudgeCallError with the reason."""
@@ -307,14 +325,18 @@ class JudgeEngine:
 
     async def _attempt(self, session: aiohttp.ClientSession, route: Route, body: bytes) -> bytes:
         limit = route.endpoint.limit
-        async with self.slot(route) as epoch:
-            try:
-                response = await self._send(session, route, body)
-            except Exception as exc:
-                error = _call_error(exc, route)
-                if isinstance(error, _Retry):
-                    raise error from None
-                raise error from exc
+        # `slot` spelled out: this is the per-call path, and a generator-based context
+        # manager costs more than the two calls.
+        epoch = await self._acquire(route)
+        try:
+            response = await self._send(session, route, body)
+        except Exception as exc:
+            error = _call_error(exc, route)
+            if isinstance(error, _Retry):
+                raise error from None
+            raise error from exc
+        finally:
+            self._release(route)
         status = response.status
         if status < 300:
             limit.grow()
