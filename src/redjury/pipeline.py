@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gc
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ import sys
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -51,6 +53,8 @@ from redjury.report.jsonl import (
 from redjury.report.terminal import TerminalPrinter
 from redjury.rows import AttemptScorer, is_async
 
+# Container allocations between young-generation collections during a run (default 700).
+RUN_GC_THRESHOLD = 50_000
 # Rows written between flushes (a kill loses at most these; they are redone on resume).
 WINDOW_SYNC = 512
 WINDOW_ASYNC = 256
@@ -866,12 +870,34 @@ def silence_stdout() -> None:
         pass
 
 
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Collect garbage less often while a run allocates its millions of short-lived dicts.
+
+    A run keeps a small window of attempts alive, and the objects it builds hold no cycles,
+    yet Python's collector runs every 700 container allocations and, now and then, walks
+    every object the process holds (pydantic's and numpy's included). Setting the objects
+    that exist before the run aside (`gc.freeze`) and collecting the youngest generation
+    every 50,000 allocations took a whole run over a 20,000-attempt garak report from
+    4.0–4.7 s to 3.2–3.6 s, at the same peak memory. Cycles are still collected, less often.
+    Both are undone when the run ends."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], RUN_GC_THRESHOLD), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 def run(options: RunOptions) -> RunResult:
     """Library entry point: judge the inputs into `options.out_dir` (or into memory)."""
-    if options.engine == "ray":
-        from redjury.engines.ray_engine import run_on_ray
+    with fewer_collections():
+        if options.engine == "ray":
+            from redjury.engines.ray_engine import run_on_ray
 
-        return run_on_ray(options)
-    if options.engine != "local":
-        raise RunError(f"engine: {options.engine!r} is not local or ray")
-    return Run(options).execute()
+            return run_on_ray(options)
+        if options.engine != "local":
+            raise RunError(f"engine: {options.engine!r} is not local or ray")
+        return Run(options).execute()

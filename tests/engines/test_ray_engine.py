@@ -223,6 +223,43 @@ def test_killed_worker_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     assert comparable(tmp_path / "ray")["evals"] == comparable(tmp_path / "local")["evals"]
 
 
+def test_killed_judge_actor_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    """A judge actor dies mid-block (two blocks in flight): Ray restarts it, the blocks are
+    judged again, and every attempt row is there once with the single-process verdicts."""
+    import ray_faults  # noqa: F401  (registers crash_once; actors import it to unpickle)
+
+    src = write_jsonl(tmp_path / "in.jsonl", attempts(1500))
+    marker = tmp_path / "crashed"
+    with FaultServer() as server:
+        server.set_script(by_model({"judge-a": Reply("yes", delay=0.005)}))
+        evaluation = {
+            "judges": [judge(server.openai_url, "judge-a")],
+            "max_concurrency": 8,
+            "per_endpoint_concurrency": 8,
+            "max_retries": 0,
+        }
+        crash = {"type": "crash_once", "marker": str(marker), "victim": "a000700"}
+        go(
+            [src],
+            tmp_path / "ray",
+            "ray",
+            {"detectors": [crash], "evaluation": evaluation},
+            ray_workers=2,
+        )
+        assert marker.exists()  # an actor did die mid-run
+        go(
+            [src],
+            tmp_path / "local",
+            "local",
+            {"detectors": [{"type": "crash_once"}], "evaluation": evaluation},
+        )
+    for out in (tmp_path / "local", tmp_path / "ray"):
+        untimed(out / "redjury.report.jsonl")
+    ids = [r["id"] for r in comparable(tmp_path / "ray")["attempts"]]
+    assert ids == sorted({f"a{i:06d}" for i in range(1500)})
+    assert comparable(tmp_path / "ray")["evals"] == comparable(tmp_path / "local")["evals"]
+
+
 def test_rerun_skips_attempts_already_in_shards(tmp_path: Path) -> None:
     rows = attempts(3000)
     first = write_jsonl(tmp_path / "first.jsonl", rows[:1200])
