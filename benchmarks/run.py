@@ -33,6 +33,8 @@ GARAK_PY = PEERS / "garak" / "bin" / "python"
 HACKAGENT_PY = PEERS / "hackagent" / "bin" / "python"
 RESULTS_JSON = HERE / "results" / "latest.json"
 RESULTS_MD = HERE / "RESULTS.md"
+# The cases of a full run.
+ALL_CASES = frozenset({"1", "2", "3", "4", "5", "6", "8"})
 
 sys.path.insert(0, str(HERE))
 import data  # noqa: E402
@@ -691,7 +693,9 @@ def machine() -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes, for development")
-    p.add_argument("--cases", default="1,2,3,4,5,6,8", help="comma-separated case numbers")
+    p.add_argument(
+        "--cases", default=",".join(sorted(ALL_CASES)), help="comma-separated case numbers"
+    )
     p.add_argument("--runs", type=int, default=3, help="runs per side (medians; at least 3)")
     p.add_argument("--note", default="", help="a line to put under the table (e.g. machine shared)")
     args = p.parse_args()
@@ -751,7 +755,9 @@ def main() -> int:
             indent=1,
         )
     )
-    if not args.quick:
+    # Only a full run (every case, full sizes) replaces the results file; a partial run's
+    # table is printed and kept in latest.json.
+    if not args.quick and cases >= ALL_CASES:
         md = [
             "# Benchmark results",
             "",
