@@ -180,3 +180,32 @@ def test_no_redact_keeps_found_values_but_never_the_configured_markers_in_the_he
     leak = next(r for r in rows if r.get("id") == "leak")
     assert CARD in leak["outputs"][0] and SSN in leak["outputs"][0]
     assert all("4539" not in e for e in leak["evidence"]["pii_leak"][0]), "evidence stays masked"
+
+
+def test_runs_restore_the_garbage_collector_settings_even_when_they_overlap() -> None:
+    """Two runs at once (threads) share the raised threshold; whichever ends last puts the
+    settings from before the first back, even when the first one ends first."""
+    import gc
+    import threading
+
+    from redjury.pipeline import RUN_GC_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    second_in, first_out = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def second() -> None:
+        with fewer_collections():
+            second_in.set()
+            first_out.wait(10)
+            seen.append(gc.get_threshold()[0])
+
+    worker = threading.Thread(target=second)
+    with fewer_collections():
+        worker.start()
+        second_in.wait(10)
+    first_out.set()
+    worker.join(10)
+    assert seen and seen[0] >= RUN_GC_THRESHOLD  # still raised for the run still going
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

@@ -16,6 +16,7 @@ import json
 import os
 import secrets as pysecrets
 import sys
+import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -55,6 +56,10 @@ from redjury.rows import AttemptScorer, is_async
 
 # Container allocations between young-generation collections during a run (default 700).
 RUN_GC_THRESHOLD = 50_000
+# Runs going on in this process, and the collector's thresholds from before the first.
+_gc_lock = threading.Lock()
+_gc_runs = 0
+_gc_saved: tuple[int, ...] = gc.get_threshold()
 # Rows written between flushes (a kill loses at most these; they are redone on resume).
 WINDOW_SYNC = 512
 WINDOW_ASYNC = 256
@@ -880,15 +885,23 @@ def fewer_collections() -> Iterator[None]:
     that exist before the run aside (`gc.freeze`) and collecting the youngest generation
     every 50,000 allocations took a whole run over a 20,000-attempt garak report from
     4.0–4.7 s to 3.2–3.6 s, at the same peak memory. Cycles are still collected, less often.
-    Both are undone when the run ends."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(thresholds[0], RUN_GC_THRESHOLD), *thresholds[1:])
+    Both are undone when the last of the runs going on in the process ends (runs in threads
+    share the setting)."""
+    global _gc_runs, _gc_saved
+    with _gc_lock:
+        if _gc_runs == 0:
+            _gc_saved = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(_gc_saved[0], RUN_GC_THRESHOLD), *_gc_saved[1:])
+        _gc_runs += 1
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        with _gc_lock:
+            _gc_runs -= 1
+            if _gc_runs == 0:
+                gc.set_threshold(*_gc_saved)
+                gc.unfreeze()
 
 
 def run(options: RunOptions) -> RunResult:
