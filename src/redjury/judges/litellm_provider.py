@@ -44,14 +44,9 @@ class LiteLLMProvider(OpenAIProvider):
         return url.rstrip("/") if url else LITELLM_URL_PREFIX + self.spec.name
 
     def _api_key(self) -> str | None:
-        env = self.spec.connection.api_key_env
-        if env is None:
-            return None
-        key = os.environ.get(env)
-        if not key:
-            raise ValueError(f"judge {self.spec.name!r}: environment variable {env} is not set")
-        self.api_key = key
-        return key
+        # LiteLLM takes the key as an argument, not a header: keep it for `send`.
+        self.api_key = super()._api_key()
+        return self.api_key
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {}
@@ -61,7 +56,7 @@ class LiteLLMProvider(OpenAIProvider):
         extra: dict[str, Any] = {"timeout": route.timeout, "num_retries": engine.max_retries}
         if not self.base_url.startswith(LITELLM_URL_PREFIX):
             extra["api_base"] = self.base_url
-        if getattr(self, "api_key", None):
+        if self.api_key:
             extra["api_key"] = self.api_key
         if self.extra_headers:
             extra["extra_headers"] = self.extra_headers
