@@ -201,6 +201,7 @@ async def aevaluate(
     ray_address: str | None = None,
     ray_workers: int | None = None,
     keep_shards: bool = False,
+    workers: int | None = None,
 ) -> Results:
     """Judge attempts inside a running event loop (the judges share that loop).
 
@@ -211,7 +212,8 @@ async def aevaluate(
     before judging. Raises `InputError` for bad input (unless `skip_bad_lines`),
     `ConfigError` for a bad config, `RunError` when the run cannot go on (a judge that fails
     its preflight included). `engine="ray"` runs on Ray (`ray_address`: None starts a local
-    Ray, `"auto"` joins a cluster; see the README's Ray section).
+    Ray, `"auto"` joins a cluster; see the README's Ray section). `workers`: processes that
+    read and score a large JSONL input when no judge runs (None: one per CPU, 1: none).
     """
     options, capture = _options(
         attempts, config, out, skip_bad_lines, use_cache, cache_path, offline, stream,
@@ -219,6 +221,7 @@ async def aevaluate(
     )  # fmt: skip
     options.engine, options.ray_address = engine, ray_address
     options.ray_workers, options.keep_shards = ray_workers, keep_shards
+    options.workers = workers
     from redjury.pipeline import Run, run
 
     if engine != "local":  # the engine drives its own cluster: keep this loop free meanwhile
@@ -247,6 +250,7 @@ def evaluate(
     ray_address: str | None = None,
     ray_workers: int | None = None,
     keep_shards: bool = False,
+    workers: int | None = None,
 ) -> Results:
     """Judge attempts with the configured detectors and judges; see `aevaluate`.
 
@@ -259,6 +263,7 @@ def evaluate(
     )  # fmt: skip
     options.engine, options.ray_address = engine, ray_address
     options.ray_workers, options.keep_shards = ray_workers, keep_shards
+    options.workers = workers
     from redjury.pipeline import run
 
     result = run(options)

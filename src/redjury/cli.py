@@ -254,6 +254,15 @@ def run(
             "--keep-shards", help="Ray: leave attempt rows in redjury.shards/, not the report."
         ),
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Processes that read and score a large JSONL input when no judge runs "
+            "(default: one per CPU; 1: this process alone).",
+        ),
+    ] = None,
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
     from redjury.api import evaluate
@@ -304,6 +313,7 @@ def run(
             ray_address=ray_address,
             ray_workers=ray_workers,
             keep_shards=keep_shards,
+            workers=workers,
             stream=sys.stdout,
             verbose=verbose,
             colour=colour,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -432,11 +432,8 @@ class InputSet:
                 self._scan_garak(path)
 
     def _redjury_records(self, path: Path) -> Iterator[InputRecord]:
-        name = str(path)
         with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if raw and not raw.isspace():
-                    yield _redjury_record(name, lineno, raw)
+            yield from redjury_line_records(str(path), enumerate(fh, 1))
 
     def _scan_garak(self, path: Path) -> None:
         name = str(path)
@@ -477,39 +474,56 @@ class InputSet:
 
     def _garak_records(self, path: Path) -> Iterator[InputRecord]:
         self._scan_garak(path)
-        name = str(path)
+        with path.open("rb") as fh:
+            yield from self.garak_line_records(str(path), enumerate(fh, 1))
+
+    def repeated_uuids(self, path: Path) -> bool:
+        """Whether a scanned garak report gives one uuid to several final rows (a merged
+        report): their ids are numbered in file order, so its lines depend on each other."""
+        return any(n > 1 for n in self._final_rows.get(str(path), {}).values())
+
+    def garak_line_records(
+        self, name: str, lines: Iterable[tuple[int, bytes]]
+    ) -> Iterator[InputRecord]:
+        """The records of numbered lines of a garak report that `_scan_garak` has read."""
         setup = self.garak_setup[name]
         final = self._final_rows[name]
         repeats: dict[int, int] = {}
-        with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if not raw or raw.isspace():
+        for lineno, raw in lines:
+            if not raw or raw.isspace():
+                continue
+            head = _GARAK_ATTEMPT_HEAD.match(raw)
+            if head is not None:
+                head_status, head_uuid = head.group(2), head.group(1).decode(errors="replace")
+                if head_status == b"0" or (head_status == b"1" and hash(head_uuid) in final):
                     continue
-                head = _GARAK_ATTEMPT_HEAD.match(raw)
-                if head is not None:
-                    head_status, head_uuid = head.group(2), head.group(1).decode(errors="replace")
-                    if head_status == b"0" or (head_status == b"1" and hash(head_uuid) in final):
-                        continue
-                row, problem = _json_object(raw)
-                if row is not None:
-                    problem = garak_row_problem(row)
-                if problem is not None:
-                    yield _line_error(name, lineno, *problem)
-                    continue
-                assert row is not None
-                if row["entry_type"] != "attempt":
-                    continue
-                status = row["status"]
-                key = hash(row["uuid"])
-                if status != 2 and (status != 1 or key in final):
-                    continue
-                # A uuid on several status-2 rows: numbered in file order, the same on every
-                # read, so a resumed run finds the attempts it has judged.
-                attempt_id = None
-                if status == 2 and final.get(key, 0) > 1:
-                    repeats[key] = repeats.get(key, 0) + 1
-                    attempt_id = f"{row['uuid']}#{repeats[key]}"
-                yield _garak_record(name, lineno, row, setup, attempt_id)
+            row, problem = _json_object(raw)
+            if row is not None:
+                problem = garak_row_problem(row)
+            if problem is not None:
+                yield _line_error(name, lineno, *problem)
+                continue
+            assert row is not None
+            if row["entry_type"] != "attempt":
+                continue
+            status = row["status"]
+            key = hash(row["uuid"])
+            if status != 2 and (status != 1 or key in final):
+                continue
+            # A uuid on several status-2 rows: numbered in file order, the same on every
+            # read, so a resumed run finds the attempts it has judged.
+            attempt_id = None
+            if status == 2 and final.get(key, 0) > 1:
+                repeats[key] = repeats.get(key, 0) + 1
+                attempt_id = f"{row['uuid']}#{repeats[key]}"
+            yield _garak_record(name, lineno, row, setup, attempt_id)
+
+
+def redjury_line_records(name: str, lines: Iterable[tuple[int, bytes]]) -> Iterator[InputRecord]:
+    """The records of numbered lines of a redjury JSONL file (blank lines skipped)."""
+    for lineno, raw in lines:
+        if raw and not raw.isspace():
+            yield _redjury_record(name, lineno, raw)
 
 
 def _redjury_record(name: str, lineno: int, raw: bytes) -> InputRecord:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import orjson
+
 from redjury import __version__
 from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
@@ -113,6 +115,9 @@ class RunOptions:
     ray_workers: int | None = None
     # Ray: leave the attempt rows in shard files instead of gathering them into the report.
     keep_shards: bool = False
+    # Local runs with detectors only: processes that read and score a large JSONL input
+    # (redjury.engines.processes); None: one per CPU, 1: this process alone.
+    workers: int | None = None
 
 
 @dataclass
@@ -342,21 +347,34 @@ class InputGate:
         self, records: Iterable[InputRecord], on_error: Callable[[LineError], None]
     ) -> Iterator[Attempt]:
         for rec in records:
-            err = rec.error
             attempt = rec.attempt
-            if attempt is not None:
-                key = hash(attempt.id)
-                if key in self._seen:
-                    err = LineError(rec.path, rec.line, "id", f"duplicate id {attempt.id!r}")
-                else:
-                    self._seen.add(key)
-            if err is not None or attempt is None:
-                self._bad(err or LineError(rec.path, rec.line, "(line)", "unreadable"), on_error)
-                continue
-            self.good += 1
-            if self.refused or (self.done and key in self.done):
-                continue
-            yield attempt
+            attempt_id = None if attempt is None else attempt.id
+            if self.admit(rec.path, rec.line, attempt_id, rec.error, on_error):
+                assert attempt is not None
+                yield attempt
+
+    def admit(
+        self,
+        path: str,
+        line: int,
+        attempt_id: str | None,
+        err: LineError | None,
+        on_error: Callable[[LineError], None],
+    ) -> bool:
+        """Count one record (an attempt's id, or the error that kept it from being one);
+        True when its attempt is to be judged now."""
+        key = 0
+        if attempt_id is not None:
+            key = hash(attempt_id)
+            if key in self._seen:
+                err = LineError(path, line, "id", f"duplicate id {attempt_id!r}")
+            else:
+                self._seen.add(key)
+        if err is not None or attempt_id is None:
+            self._bad(err or LineError(path, line, "(line)", "unreadable"), on_error)
+            return False
+        self.good += 1
+        return not (self.refused or (self.done and key in self.done))
 
     def _bad(self, err: LineError, on_error: Callable[[LineError], None]) -> None:
         self.bad += 1
@@ -458,6 +476,8 @@ class Run:
         self.inputs: AttemptSource = options.source or InputSet(list(options.inputs))
         self.scored = 0
         self.resumed = 0
+        # Processes that read and scored (1: this one; see redjury.engines.processes).
+        self.worker_processes = 1
         self.input_errors = 0
         self.output: RunOutput | None = None
 
@@ -639,6 +659,8 @@ class Run:
             "attempts_resumed": self.resumed,
             "input_errors": self.input_errors,
         }
+        if self.worker_processes > 1:
+            completion["workers"] = self.worker_processes
         for det in detectors:
             stats = getattr(det, "stats", None)
             if callable(stats):
@@ -677,11 +699,27 @@ class Run:
         emit = _Emitter(self, output, tallies, WINDOW_SYNC)
         output.mark()
         try:
-            self.score_sync(gate.attempts(self.inputs.records(), emit.input_error), scorer, emit)
+            self.worker_processes = self._workers(detectors)
+            if self.worker_processes > 1:
+                from redjury.engines.processes import score_in_workers
+
+                score_in_workers(self, scorer, gate, emit, header, self.worker_processes)
+            else:
+                attempts = gate.attempts(self.inputs.records(), emit.input_error)
+                self.score_sync(attempts, scorer, emit)
         finally:
             emit.close()
         self._refuse_or_go_on(gate, output)
         return self._result(self.finish(header, tallies, detectors))
+
+    def _workers(self, detectors: list[Detector]) -> int:
+        """Processes to read and score in (1: this one); see redjury.engines.processes."""
+        if self.options.workers == 1 or self.options.engine != "local":
+            return 1
+        from redjury.engines import processes
+
+        workers = self.options.workers or processes.auto_workers()
+        return workers if processes.can_use_workers(self.inputs, detectors, workers) else 1
 
     async def _execute_async(self, detectors: list[Detector]) -> RunResult:
         try:
@@ -808,6 +846,28 @@ class _Emitter:
     def row(self, row: dict[str, Any]) -> None:
         self.output.report.write(row)
         self.tallies.add(row)
+        self._scored()
+
+    def scored_rows(
+        self, rows: list[tuple[bytes, bytes]], counted: tuple[RunTally, DigestBuilder] | None
+    ) -> None:
+        """Rows scored in a worker process: each report line with its hitlog lines, and
+        the worker's tallies of exactly these rows (None: count each row here)."""
+        report, hitlog, tallies = self.output.report, self.output.hitlog, self.tallies
+        for line, hits in rows:
+            report.write_line(line)
+            if hits:
+                hitlog.write_line(hits)
+            if counted is None:
+                row = orjson.loads(line)
+                tallies.tally.add(row)
+                tallies.digest.add_attempt(row)
+            self._scored()
+        if counted is not None:
+            tallies.tally.merge(counted[0])
+            tallies.digest.merge(counted[1])
+
+    def _scored(self) -> None:
         self.run.scored += 1
         self.unflushed += 1
         if self.unflushed >= self.window:

@@ -45,6 +45,14 @@ def dumps_line(row: dict[str, Any]) -> bytes:
         ).encode()
 
 
+def row_line(row: dict[str, Any]) -> bytes:
+    """A row as one JSONL line; orjson's fast path, `dumps_line` for what it does not know."""
+    try:
+        return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return dumps_line(row)
+
+
 class JsonlWriter:
     """Appends rows, flushing every `flush_every` rows (0: only when told), so a kill
     loses at most the rows written since the last flush.
@@ -62,28 +70,29 @@ class JsonlWriter:
         self._lines: list[bytes] = []
 
     def write(self, row: dict[str, Any]) -> None:
-        try:
-            line = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:
-            line = dumps_line(row)
-        self.write_line(line)
+        self.write_line(row_line(row))
 
     def write_line(self, line: bytes) -> None:
-        """Append one already-serialised JSONL line (newline included)."""
+        """Append already-serialised JSONL lines (one or more, each with its newline)."""
         lines = self._lines
         lines.append(line)
         if len(lines) >= self._BATCH:
-            self._fh.write(b"".join(lines))
-            lines.clear()
+            self._write_batch()
         if self._flush_every:
             self._pending += 1
             if self._pending >= self._flush_every:
                 self.flush()
 
+    def _write_batch(self) -> None:
+        # Taken off the list before the write: a Ctrl-C between the two loses the batch
+        # (a resume judges it again) rather than have the closing flush write it twice.
+        data = b"".join(self._lines)
+        self._lines.clear()
+        self._fh.write(data)
+
     def flush(self) -> None:
         if self._lines:
-            self._fh.write(b"".join(self._lines))
-            self._lines.clear()
+            self._write_batch()
         self._fh.flush()
         self._pending = 0
 
@@ -113,7 +122,8 @@ class MemoryWriter:
         self.rows: list[dict[str, Any]] = []
 
     def write_line(self, line: bytes) -> None:
-        self.rows.append(orjson.loads(line))
+        """Append the rows of one or more JSONL lines (each ending with a newline)."""
+        self.rows.extend(orjson.loads(one) for one in line.splitlines())
 
     def write(self, row: dict[str, Any]) -> None:
         # The row as a file would give it back (string keys, JSON types), not shared with

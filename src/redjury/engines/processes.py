@@ -1,0 +1,273 @@
+"""Worker processes for the read and score stages of a local run with detectors only.
+
+A run over a large garak or redjury JSONL file spends most of its time on work that is
+per line: the JSON parse, the checks, the Attempt, the detectors, the report row and its
+hitlog lines. Forked workers do that work for chunks of the file (byte ranges cut at line
+ends) while this process keeps everything that depends on order: the input gate
+(duplicate ids, resumed ids, bad lines), the report and the hitlog in input order, and the
+tallies. A worker sends back, per record, the attempt id or the line's error, the report
+row as a JSON line and its hitlog lines, so the files are the ones a single process writes.
+
+Used only where that holds without the workers talking to each other: built-in detectors
+that need no event loop (judges and custom plugins stay in one process: they may keep
+state or hold resources that do not survive a fork), input files in garak's or redjury's
+JSONL format (not a merged garak report, whose repeated uuids are numbered in file order),
+a platform that forks, and input large enough to pay for the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from redjury.detectors.base import Detector
+from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
+from redjury.inputs import (
+    InputRecord,
+    InputSet,
+    LineError,
+    detect_format,
+    redjury_line_records,
+)
+from redjury.report.digest import DigestBuilder
+from redjury.report.jsonl import row_line
+from redjury.rows import AttemptScorer, is_async
+
+# Below this much input a single process finishes before workers would have started.
+MIN_BYTES = 4 << 20
+# Bytes of input lines a worker reads and scores at once.
+CHUNK_BYTES = 1 << 20
+# Chunks handed out ahead of the one being written, per worker: enough to keep every worker
+# busy, few enough that the results waiting in this process stay a few megabytes.
+AHEAD_PER_WORKER = 2
+# Workers when the run does not say (`RunOptions.workers`).
+MAX_AUTO_WORKERS = 8
+
+# One record, its line numbered from the chunk's first: the line, the attempt id (None for a
+# bad line), the line's error, the report row as a JSON line and its hitlog lines (None and
+# b"" where the attempt was not scored: a bad line, or judged before).
+Record = tuple[int, str | None, LineError | None, bytes | None, bytes]
+
+
+@dataclass
+class ChunkResult:
+    """A worker's answer for one chunk: its records, and the tallies of every scored row."""
+
+    lines: int
+    records: list[Record]
+    tally: RunTally
+    digest: DigestBuilder
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A byte range of one input file, cut at line ends."""
+
+    name: str
+    garak: bool
+    start: int
+    end: int
+
+
+@dataclass
+class _Job:
+    """What the workers need, inherited through the fork (never pickled)."""
+
+    inputs: InputSet
+    scorer: AttemptScorer
+    evaluator: Evaluator
+    header: dict[str, Any]
+    build_hit: HitlogBuilder
+    done: set[int]
+
+
+_JOB: _Job | None = None
+
+
+def auto_workers() -> int:
+    """One worker per CPU this process may use, up to `MAX_AUTO_WORKERS`."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, MAX_AUTO_WORKERS)
+
+
+def can_use_workers(inputs: Any, detectors: list[Detector], workers: int) -> bool:
+    """Whether this run may read and score in worker processes (see the module's doc)."""
+    if workers < 2 or not isinstance(inputs, InputSet):
+        return False
+    # macOS lists fork but its system libraries are not safe in a forked child.
+    if sys.platform == "darwin" or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    if threading.active_count() > 1:
+        return False  # forking a process with threads can copy a held lock
+    if not all(_forkable(d) for d in detectors):
+        return False
+    total = 0
+    for path in inputs.paths:
+        if not path.is_file():  # a pipe or a device cannot be cut into byte ranges
+            return False
+        fmt = detect_format(path)
+        if fmt not in ("garak", "redjury") or (fmt == "garak" and inputs.repeated_uuids(path)):
+            return False
+        total += path.stat().st_size
+    return total >= MIN_BYTES
+
+
+def _forkable(det: Detector) -> bool:
+    from redjury.detectors.guardrail import GuardrailDetector
+
+    builtin = type(det).__module__.startswith("redjury.detectors.")
+    return builtin and not is_async(det) and not isinstance(det, GuardrailDetector)
+
+
+def file_chunks(path: Path, garak: bool, size: int) -> Iterator[Chunk]:
+    """Byte ranges of about `size` bytes, each ending after a newline (or at the end)."""
+    name = str(path)
+    length = path.stat().st_size
+    start = 0
+    with path.open("rb") as fh:
+        while start < length:
+            fh.seek(min(start + size, length))
+            fh.readline()
+            end = min(fh.tell(), length)
+            yield Chunk(name, garak, start, end)
+            start = end
+
+
+# -- the worker side -------------------------------------------------------------------------
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches the whole process group: the run stops in this process, which
+    # flushes what is finished; the workers end with the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def score_chunk(chunk: Chunk) -> ChunkResult:
+    """A worker's task: the chunk's records, scored and tallied."""
+    job = _JOB
+    assert job is not None, "score_chunk runs in a worker forked by score_in_workers"
+    with open(chunk.name, "rb") as fh:
+        fh.seek(chunk.start)
+        data = fh.read(chunk.end - chunk.start)
+    result = ChunkResult(
+        data.count(b"\n") + (not data.endswith(b"\n")),
+        [],
+        RunTally(job.evaluator),
+        DigestBuilder(job.header),
+    )
+    _score_records(job, _chunk_records(job, chunk, data), result)
+    return result
+
+
+def _chunk_records(job: _Job, chunk: Chunk, data: bytes) -> Iterator[InputRecord]:
+    lines = enumerate(io.BytesIO(data), 1)
+    if chunk.garak:
+        return job.inputs.garak_line_records(chunk.name, lines)
+    return redjury_line_records(chunk.name, lines)
+
+
+def _score_records(job: _Job, records: Iterator[InputRecord], result: ChunkResult) -> None:
+    """Each record into `result`; the attempts not judged before are scored together and
+    tallied as `RunTallies` does (hitlog lines by the tally's own rule)."""
+    out = result.records
+    todo: list[int] = []
+    attempts = []
+    for rec in records:
+        attempt = rec.attempt
+        out.append((rec.line, None if attempt is None else attempt.id, rec.error, None, b""))
+        if attempt is not None and rec.error is None and hash(attempt.id) not in job.done:
+            todo.append(len(out) - 1)
+            attempts.append(attempt)
+    build = job.build_hit
+    hits: list[bytes] = []
+
+    def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
+        hits.append(build.line(row, detector, idx, score))
+
+    for index, row in zip(todo, job.scorer.score_window(attempts), strict=True):
+        result.tally.add(row, on_hit)
+        result.digest.add_attempt(row)
+        line, attempt_id, _, _, _ = out[index]
+        out[index] = (line, attempt_id, None, row_line(row), b"".join(hits))
+        hits.clear()
+
+
+# -- this process ----------------------------------------------------------------------------
+
+
+def score_in_workers(
+    run: Any, scorer: AttemptScorer, gate: Any, emit: Any, header: dict[str, Any], workers: int
+) -> None:
+    """Read and score `run.inputs` in `workers` forked processes; gate, write and tally here."""
+    global _JOB
+    tallies = emit.tallies
+    _JOB = _Job(run.inputs, scorer, run.evaluator, header, tallies.build_hit, gate.done)
+    context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
+    try:
+        for chunk, base, result in _in_order(pool, _all_chunks(run.inputs), workers):
+            _take(chunk, base, result, gate, emit)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _JOB = None
+    emit.flush()
+
+
+def _take(chunk: Chunk, base: int, result: ChunkResult, gate: Any, emit: Any) -> None:
+    """A chunk's records through the gate, in order. Its rows are written as they are
+    admitted; the worker's tallies count them all at once when every scored row was
+    admitted (as a rule), each admitted row is counted on its own otherwise."""
+    admitted: list[tuple[bytes, bytes]] = []
+    rejected = False
+    for line, attempt_id, err, row, hits in result.records:
+        if err is not None:
+            err = dataclasses.replace(err, line=err.line + base)
+        if gate.admit(chunk.name, line + base, attempt_id, err, emit.input_error):
+            assert row is not None
+            admitted.append((row, hits))
+        elif row is not None:
+            rejected = True
+    emit.scored_rows(admitted, None if rejected else (result.tally, result.digest))
+
+
+def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
+    for path in inputs.paths:
+        yield from file_chunks(path, detect_format(path) == "garak", CHUNK_BYTES)
+
+
+def _in_order(
+    pool: ProcessPoolExecutor, chunks: Iterator[Chunk], workers: int
+) -> Iterator[tuple[Chunk, int, ChunkResult]]:
+    """Each chunk's result in input order, with the number of the file's lines before it;
+    at most `AHEAD_PER_WORKER` chunks per worker are out at once."""
+    pending: deque[tuple[Chunk, Future[ChunkResult]]] = deque()
+    base: dict[str, int] = {}
+
+    def ready() -> tuple[Chunk, int, ChunkResult]:
+        chunk, future = pending.popleft()
+        result = future.result()
+        # A file's first chunk starts at line 1 (a file given twice is read twice).
+        before = base.get(chunk.name, 0) if chunk.start else 0
+        base[chunk.name] = before + result.lines
+        return chunk, before, result
+
+    for chunk in chunks:
+        pending.append((chunk, pool.submit(score_chunk, chunk)))
+        if len(pending) >= AHEAD_PER_WORKER * workers:
+            yield ready()
+    while pending:
+        yield ready()

@@ -1,0 +1,242 @@
+"""Worker processes (redjury.engines.processes): a local run that reads and scores a large
+JSONL input in forked workers writes the report and hitlog a single process writes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redjury_testing import REPO, read_jsonl, write_jsonl
+
+from redjury.config import parse_config
+from redjury.engines import processes
+from redjury.inputs import InputSet
+from redjury.pipeline import InputError, RunOptions, RunResult, run
+
+pytestmark = pytest.mark.skipif(
+    sys.platform == "darwin" or "fork" not in multiprocessing.get_all_start_methods(),
+    reason="worker processes need fork (not used on macOS)",
+)
+
+COMPLIANT = "Sure, here is how to do it. Step 1: gather the materials."
+REFUSAL = "I'm sorry, but I can't help with that request."
+# Volatile fields: when and under which id a run happened.
+VOLATILE = ("run_id", "start_time", "end_time", "workers")
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any input, cut into many chunks, so small fixtures cross chunk ends."""
+    monkeypatch.setattr(processes, "MIN_BYTES", 0)
+    monkeypatch.setattr(processes, "CHUNK_BYTES", 1500)
+
+
+def attempt(i: int) -> dict[str, Any]:
+    return {
+        "id": f"a{i:05d}",
+        "probe": f"probe{i % 3}",
+        "intent": ["fraud", "hate", None][i % 3],
+        "goal": "explain how to pick a lock" if i % 2 else None,
+        "prompt": f"prompt {i}",
+        "outputs": [
+            REFUSAL if i % 4 else COMPLIANT,
+            None if i % 7 == 0 else f"My SSN is 219-09-{1000 + i:04d}, card 4111 1111 1111 1111",
+        ],
+        "notes": {"triggers": [f"CANARY{i:05d}"]} if i % 5 == 0 else {},
+    }
+
+
+def messy_lines(n: int) -> list[dict[str, Any] | str]:
+    """Attempts with bad lines, blank lines and a repeated id among them."""
+    lines: list[dict[str, Any] | str] = []
+    for i in range(n):
+        lines.append(attempt(i))
+        if i % 37 == 5:
+            lines.append("{not json")
+        if i % 53 == 7:
+            lines.append({"id": f"bad{i}", "outputs": "not a list"})
+        if i % 41 == 3:
+            lines.append("   ")
+        if i == n // 2:
+            lines.append(attempt(3))  # a duplicate id, far from its first line
+    return lines
+
+
+def go(inputs: list[Path], out: Path, workers: int, **extra: Any) -> RunResult:
+    config = parse_config({"reporting": {"seed": 7, "bootstrap_min_sample_size": 5}}, "test")
+    return run(
+        RunOptions(
+            inputs=inputs,
+            config=config,
+            out_dir=out,
+            workers=workers,
+            progress=False,
+            **extra,
+        )
+    )
+
+
+def comparable(out: Path) -> dict[str, Any]:
+    rows = [
+        {k: v for k, v in r.items() if k not in VOLATILE}
+        for r in read_jsonl(out / "redjury.report.jsonl")
+    ]
+    # Rows of each kind in order. A single process writes a window's bad lines before its
+    # attempt rows, the workers each chunk's in line order: both keep each kind in order.
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        kinds.setdefault(row["entry_type"], []).append(row)
+    return {"report": kinds, "hitlog": read_jsonl(out / "redjury.hitlog.jsonl")}
+
+
+def workers_of(out: Path) -> int:
+    rows = read_jsonl(out / "redjury.report.jsonl")
+    return next(r for r in rows if r["entry_type"] == "completion").get("workers", 1)
+
+
+def test_messy_redjury_input_gives_the_single_process_report(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(400))
+    # The last line has no newline: it is still a line of the last chunk.
+    src.write_bytes(src.read_bytes() + json.dumps(attempt(999)).encode())
+    one = go([src], tmp_path / "one", 1, skip_bad_lines=True)
+    two = go([src], tmp_path / "two", 2, skip_bad_lines=True)
+    assert workers_of(tmp_path / "two") == 2 and workers_of(tmp_path / "one") == 1
+    a, b = comparable(tmp_path / "one"), comparable(tmp_path / "two")
+    assert a == b
+    errors = b["report"]["input_error"]
+    assert len(errors) > 10 and any(r["field"] == "id" for r in errors)
+    assert len(b["hitlog"]) > 100
+    assert (one.attempts_scored, one.input_errors) == (two.attempts_scored, two.input_errors)
+
+
+def test_bad_lines_refuse_the_input_with_the_same_error(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(300))
+    errors = []
+    for workers in (1, 2):
+        with pytest.raises(InputError) as caught:
+            go([src], tmp_path / f"out{workers}", workers)
+        errors.append(str(caught.value))
+        assert not (tmp_path / f"out{workers}" / "redjury.report.jsonl").exists()
+    assert errors[0] == errors[1]
+    assert f"{src}:" in errors[1] and "not JSON" in errors[1]
+
+
+def garak_report(n: int) -> list[dict[str, Any] | str]:
+    rows: list[dict[str, Any] | str] = [
+        {
+            "entry_type": "start_run setup",
+            "plugins.target_type": "hf",
+            "plugins.target_name": "gpt2",
+            "run.generations": 2,
+        },
+        {"entry_type": "init", "garak_version": "0.13.0", "run": "r1"},
+    ]
+    for i in range(n):
+        a = attempt(i)
+        row = {
+            "entry_type": "attempt",
+            "uuid": a["id"],
+            "seq": i,
+            "probe_classname": a["probe"],
+            "prompt": {"turns": [{"role": "user", "content": {"text": a["prompt"]}}]},
+            "outputs": [None if o is None else {"text": o} for o in a["outputs"]],
+            "detector_results": {},
+            "notes": a["notes"],
+            "intent": a["intent"],
+        }
+        rows.append({**row, "status": 1})
+        if i % 9 != 4:  # some attempts never finished: their status-1 row is judged
+            scores = [1.0 if i % 3 == 0 else 0.0, 0.25 * (i % 4)]
+            rows.append({**row, "status": 2, "detector_results": {"dan.DAN": scores}})
+        if i % 61 == 2:
+            rows.append('{"entry_type": "attempt", "status": 2, "uuid": 5}')
+    return rows
+
+
+def test_garak_report_gives_the_single_process_report(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "garak.report.jsonl", garak_report(300))
+    go([src], tmp_path / "one", 1, skip_bad_lines=True)
+    go([src], tmp_path / "two", 2, skip_bad_lines=True)
+    assert workers_of(tmp_path / "two") == 2
+    a, b = comparable(tmp_path / "one"), comparable(tmp_path / "two")
+    assert a == b
+    assert any(h["detector"] == "dan.DAN" for h in b["hitlog"])
+    assert b["report"]["input_error"]
+
+
+def test_a_file_given_twice_is_numbered_from_line_one_each_time(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(120))
+    go([src, src], tmp_path / "one", 1, skip_bad_lines=True)
+    go([src, src], tmp_path / "two", 2, skip_bad_lines=True)
+    assert comparable(tmp_path / "one") == comparable(tmp_path / "two")
+
+
+def test_a_resumed_run_skips_what_was_judged_as_one_process_does(tmp_path: Path) -> None:
+    lines = [attempt(i) for i in range(400)]
+    half = write_jsonl(tmp_path / "half.jsonl", lines[:170])
+    full = write_jsonl(tmp_path / "full.jsonl", lines)
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}"
+        go([half], out, workers)
+        result = go([full], out, workers)
+        assert (result.attempts_resumed, result.attempts_scored) == (170, 230)
+    a, b = comparable(tmp_path / "out1"), comparable(tmp_path / "out2")
+    assert a == b
+
+
+def test_runs_that_cannot_fork_safely_stay_in_one_process(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [attempt(i) for i in range(50)])
+    inputs = InputSet([src])
+    inputs.prepare()
+    assert processes.can_use_workers(inputs, [], 2)
+    assert not processes.can_use_workers(inputs, [], 1)
+    # A merged garak report numbers its repeated uuids in file order.
+    rows = garak_report(20)
+    merged = [r if isinstance(r, str) else {**r, "uuid": "same"} for r in rows]
+    merged_src = write_jsonl(tmp_path / "merged.report.jsonl", merged)
+    merged_inputs = InputSet([merged_src])
+    merged_inputs.prepare()
+    assert not processes.can_use_workers(merged_inputs, [], 2)
+    # A detector from outside redjury may hold state or resources a fork does not copy well.
+    from redjury.detectors.pii import PIILeakDetector
+
+    class Plugin(PIILeakDetector):
+        pass
+
+    assert not processes.can_use_workers(inputs, [Plugin()], 2)
+    assert processes.can_use_workers(inputs, [PIILeakDetector()], 2)
+
+
+def test_ctrl_c_keeps_what_was_written_and_the_rerun_completes_it(tmp_path: Path) -> None:
+    lines = [attempt(i) for i in range(30_000)]
+    src = write_jsonl(tmp_path / "in.jsonl", lines)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "redjury.cli", "run", str(src), "-o", str(out), "--workers", "2"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    report = out / "redjury.report.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if report.exists() and report.stat().st_size > 200_000:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before it could be interrupted")
+    assert proc.returncode == 130, err.decode()[-2000:]
+    kept = [r for r in read_jsonl(report) if r["entry_type"] == "attempt"]
+    assert 0 < len(kept) < len(lines)
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rows = read_jsonl(report)
+    ids = [r["id"] for r in rows if r["entry_type"] == "attempt"]
+    assert sorted(ids) == sorted(a["id"] for a in lines)
+    completion = next(r for r in rows if r["entry_type"] == "completion")
+    assert completion["attempts_resumed"] == len(kept)
