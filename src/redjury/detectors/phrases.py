@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import NamedTuple
 
 from pydantic import Field, field_validator
 
@@ -198,16 +199,17 @@ def _match_start(found: re.Match[str]) -> int:
     return found.start()
 
 
-@dataclass(frozen=True, slots=True)
-class PhraseHit:
-    """The first match of a phrase list in a text: what matched and where it starts."""
+class PhraseHit(NamedTuple):
+    """The first match of a phrase list in a text: what matched and where it starts.
+
+    (Named tuples, not frozen dataclasses: every reply makes one or two, and a frozen
+    dataclass took a tenth of the scan's time to build.)"""
 
     phrase: str
     start: int
 
 
-@dataclass(frozen=True, slots=True)
-class PhraseScan:
+class PhraseScan(NamedTuple):
     """The first refusal and the first completion phrase of one text (None if absent)."""
 
     refusal: PhraseHit | None
