@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from redjury.detectors.phrases import (
     _ASCII_WORD_STARTS,
+    _COMMON_WORD_STARTS,
     _OPENING_WINDOW,
     _WORD_START,
     _WORD_STARTS,
@@ -175,4 +176,5 @@ def test_word_start_characters_are_the_word_start_class():
     every_character = "".join(map(chr, range(sys.maxunicode + 1)))
     assert sorted(re.findall(_WORD_START, every_character)) == sorted(_WORD_STARTS)
     assert len(set(_WORD_STARTS)) == len(_WORD_STARTS)
+    assert set(_COMMON_WORD_STARTS) <= set(_ASCII_WORD_STARTS)
     assert "".join(c for c in _WORD_STARTS if c.isascii()) == _ASCII_WORD_STARTS

@@ -27,6 +27,7 @@ _WORD_START = r"[\s\"“”'‘*_>#(\[\-/]"
 # whitespace above U+3000; a test checks these against `_WORD_START` over all code points.
 _WORD_STARTS = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "\"“”'‘*_>#([-/"
 _ASCII_WORD_STARTS = "".join(c for c in _WORD_STARTS if c.isascii())
+_COMMON_WORD_STARTS = " \n\"'*_>#([-/"
 _LEAD_GAP = r"[\s,;:—–\-]*"
 # How far back from a refusal phrase its opening (and any lead-ins) may start.
 _OPENING_WINDOW = 240
@@ -182,12 +183,15 @@ def _clip(matched: str) -> str:
 
 class _SearchPerChar(dict[str, Callable[..., "re.Match[str] | None"]]):
     """The `search` of a phrase scanner's pattern for each character that may come before a
-    phrase: the pattern with its leading character class narrowed to that one character,
-    compiled when a text first holds the character (most never do)."""
+    phrase: the pattern with its leading character class narrowed to that one character.
+    The characters most replies hold are compiled with the matcher (a few ms each), the
+    rest when a text first holds one (most never do)."""
 
     def __init__(self, entries: list[list[str]]) -> None:
         super().__init__()
         self.alternation = alternation(entries)
+        for char in _COMMON_WORD_STARTS:
+            self.__missing__(char)
 
     def __missing__(self, char: str) -> Callable[..., re.Match[str] | None]:
         search = re.compile(re.escape(char) + self.alternation, re.MULTILINE).search
