@@ -21,7 +21,8 @@ _OPENING_FILL = r"[\s\"“”'*_>#\-]*"
 # Entries start a word: the scan steps over the character before each one, which must be
 # one of these. Starting every match with one small character class, rather than with
 # ^, \b or a lookbehind, lets `re` skip the middle of words quickly; that is most of the
-# speed of a scan.
+# speed of a scan. The refusal scan, run on every reply, goes further: one search per
+# character of the class (`_SearchPerChar`), each skipping ahead to its character.
 _WORD_START = r"[\s\"“”'‘*_>#(\[\-/]"
 # The same characters one by one (see `PhraseMatcher._refusal_matches`). Unicode has no
 # whitespace above U+3000; a test checks these against `_WORD_START` over all code points.
