@@ -176,8 +176,10 @@ def _scanner(entries: list[list[str]]) -> str:
     return f"{_WORD_START}(?P<phrase>{alternation(entries)})"
 
 
+@lru_cache(maxsize=4096)
 def _clip(matched: str) -> str:
     # A regex entry may match a whole line; evidence only needs to show which entry hit.
+    # Cached, as replies repeat a few phrases and this took a twentieth of a scan.
     text = " ".join(matched.split())
     return text if len(text) <= _EVIDENCE_LIMIT else text[: _EVIDENCE_LIMIT - 1] + "…"
 
