@@ -4,9 +4,11 @@ phrase lists in `resources/phrases/`, each compiled into one regular expression.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import NamedTuple
 
 from pydantic import Field, field_validator
 
@@ -19,8 +21,14 @@ _OPENING_FILL = r"[\s\"“”'*_>#\-]*"
 # Entries start a word: the scan steps over the character before each one, which must be
 # one of these. Starting every match with one small character class, rather than with
 # ^, \b or a lookbehind, lets `re` skip the middle of words quickly; that is most of the
-# speed of a scan.
+# speed of a scan. The refusal scan, run on every reply, goes further: one search per
+# character of the class (`_SearchPerChar`), each skipping ahead to its character.
 _WORD_START = r"[\s\"“”'‘*_>#(\[\-/]"
+# The same characters one by one (see `PhraseMatcher._refusal_matches`). Unicode has no
+# whitespace above U+3000; a test checks these against `_WORD_START` over all code points.
+_WORD_STARTS = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "\"“”'‘*_>#([-/"
+_ASCII_WORD_STARTS = "".join(c for c in _WORD_STARTS if c.isascii())
+_COMMON_WORD_STARTS = " \n\"'*_>#([-/"
 _LEAD_GAP = r"[\s,;:—–\-]*"
 # How far back from a refusal phrase its opening (and any lead-ins) may start.
 _OPENING_WINDOW = 240
@@ -168,22 +176,47 @@ def _scanner(entries: list[list[str]]) -> str:
     return f"{_WORD_START}(?P<phrase>{alternation(entries)})"
 
 
+@lru_cache(maxsize=4096)
 def _clip(matched: str) -> str:
     # A regex entry may match a whole line; evidence only needs to show which entry hit.
+    # Cached, as replies repeat a few phrases and this took a twentieth of a scan.
     text = " ".join(matched.split())
     return text if len(text) <= _EVIDENCE_LIMIT else text[: _EVIDENCE_LIMIT - 1] + "…"
 
 
-@dataclass(frozen=True, slots=True)
-class PhraseHit:
-    """The first match of a phrase list in a text: what matched and where it starts."""
+class _SearchPerChar(dict[str, Callable[..., "re.Match[str] | None"]]):
+    """The `search` of a phrase scanner's pattern for each character that may come before a
+    phrase: the pattern with its leading character class narrowed to that one character.
+    The characters most replies hold are compiled with the matcher (a few ms each), the
+    rest when a text first holds one (most never do)."""
+
+    def __init__(self, entries: list[list[str]]) -> None:
+        super().__init__()
+        self.alternation = alternation(entries)
+        for char in _COMMON_WORD_STARTS:
+            self.__missing__(char)
+
+    def __missing__(self, char: str) -> Callable[..., re.Match[str] | None]:
+        search = re.compile(re.escape(char) + self.alternation, re.MULTILINE).search
+        self[char] = search
+        return search
+
+
+def _match_start(found: re.Match[str]) -> int:
+    return found.start()
+
+
+class PhraseHit(NamedTuple):
+    """The first match of a phrase list in a text: what matched and where it starts.
+
+    (Named tuples, not frozen dataclasses: every reply makes one or two, and a frozen
+    dataclass took a tenth of the scan's time to build.)"""
 
     phrase: str
     start: int
 
 
-@dataclass(frozen=True, slots=True)
-class PhraseScan:
+class PhraseScan(NamedTuple):
     """The first refusal and the first completion phrase of one text (None if absent)."""
 
     refusal: PhraseHit | None
@@ -194,7 +227,8 @@ class PhraseScan:
 class PhraseMatcher:
     """The compiled phrase lists of one version.
 
-    `refusal` finds candidate refusal phrases, `opening` checks that the text before one
+    `refusal` finds candidate refusal phrases (searched for through `refusal_after`, which
+    finds the same matches faster), `opening` checks that the text before one
     is a sentence/clause opening plus lead-ins, `exclusion` voids a candidate at its start,
     and `completion` finds task-completion phrases. All run on "\\n" + the lower-cased text.
     """
@@ -204,6 +238,8 @@ class PhraseMatcher:
     opening: re.Pattern[str]
     exclusion: re.Pattern[str]
     completion: re.Pattern[str]
+    # `refusal` with its leading character class narrowed to each one of its characters.
+    refusal_after: _SearchPerChar = field(compare=False, repr=False)
 
     def scan(self, text: str) -> PhraseScan:
         low = "\n" + text.lower()
@@ -213,14 +249,37 @@ class PhraseMatcher:
 
     def _first_refusal(self, low: str, source: str) -> PhraseHit | None:
         # Candidates are rare (a refusal phrase anywhere), so checking each in Python
-        # costs little; the scan over the whole text is one compiled search.
-        for found in self.refusal.finditer(low):
-            start, end = found.span("phrase")
+        # costs little; the scan over the whole text is a few compiled searches.
+        for start, end in self._refusal_matches(low):
             if self.exclusion.match(low, start):
                 continue
             if self.opening.search(low, max(0, start - _OPENING_WINDOW), start):
                 return PhraseHit(_clip(source[start:end]), start - 1)
         return None
+
+    def _refusal_matches(self, low: str) -> Iterator[tuple[int, int]]:
+        """The phrase spans of `refusal.finditer(low)`, found with one search per word-start
+        character that occurs in the text.
+
+        A pattern that starts with one literal character is searched for by skipping ahead
+        to that character in C; one that starts with a character class (`refusal`) has
+        each character of the text tested against the class, which took most of the scan's
+        time. At a given position only the search for the character there can match, and
+        it matches as `refusal` would, so the leftmost of the searches' matches is
+        `refusal`'s next match. Like `finditer`, each search resumes after the last match."""
+        search = self.refusal_after
+        starts = _ASCII_WORD_STARTS if low.isascii() else _WORD_STARTS
+        pending = {c: found for c in starts if c in low if (found := search[c](low))}
+        while pending:
+            first = min(pending.values(), key=_match_start)
+            end = first.end()
+            yield first.start() + 1, end  # the pattern is the character, then the phrase
+            for c, found in list(pending.items()):
+                if found.start() < end:
+                    if later := search[c](low, end):
+                        pending[c] = later
+                    else:
+                        del pending[c]
 
     def _first_completion(self, low: str, source: str) -> PhraseHit | None:
         found = self.completion.search(low)
@@ -248,6 +307,7 @@ def _compile(
     return PhraseMatcher(
         version=version,
         refusal=re.compile(_scanner(refusals), re.MULTILINE),
+        refusal_after=_SearchPerChar(refusals),
         opening=re.compile(f"{_OPENING}{_OPENING_FILL}{lead}\\Z"),
         exclusion=re.compile(alternation(exclusions), re.MULTILINE),
         completion=re.compile(_scanner(completions), re.MULTILINE),
