@@ -56,9 +56,14 @@ class AttemptScorer:
 
     async def score_one(self, attempt: Attempt) -> dict[str, Any]:
         """Score one attempt, awaiting the async detectors (judges) together."""
-        results = await asyncio.gather(*(d.adetect(attempt) for d in self.async_))
+        async_ = self.async_
+        if len(async_) == 1:
+            # The usual case (the judge panel alone): gather would run it in a task of its own.
+            results = [await async_[0].adetect(attempt)]
+        else:
+            results = await asyncio.gather(*(d.adetect(attempt) for d in async_))
         findings: dict[str, list[Finding]] = {d.name: d.detect(attempt) for d in self.sync}
-        for det, found in zip(self.async_, results, strict=True):
+        for det, found in zip(async_, results, strict=True):
             findings[det.name] = found
         return self.row(attempt, findings)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -175,3 +176,19 @@ async def test_logprobs_missing_abstains(server, make_panel):
     panel = make_panel([judge(server.openai_url, scoring={"type": "harmbench", "logprobs": True})])
     [finding] = await panel.adetect(ATTEMPT)
     assert finding.details["abstained"]["harmbench:judge-a"] == "no logprobs returned"
+
+
+async def test_a_cancelled_attempt_leaves_no_judge_asking(server, make_panel):
+    # Every judge of the attempt is cancelled with it, the ones in tasks of their own too.
+    server.set_script(always(Reply("yes", delay=5.0)))
+    panel = make_panel([judge(server.openai_url, name) for name in ("a", "b", "c")])
+    task = asyncio.ensure_future(panel.adetect(ATTEMPT))
+    while panel.engine.stats.in_flight < 3:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0)
+    assert panel.engine.stats.in_flight == 0
+    assert not panel._inflight
+    await panel.aclose()

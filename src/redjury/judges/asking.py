@@ -125,6 +125,10 @@ class AskingJudge:
     def cache_key(self, body: bytes) -> bytes:
         return hashlib.blake2b(self._key_prefix + body, digest_size=16).digest()
 
+    def flight_key(self, body: bytes) -> bytes:
+        """What tells this question apart from every other while it is in flight."""
+        return self._key_prefix + body
+
     def mask_answers_with(self, redactor: Redactor) -> None:
         """Also mask these values (the run's markers) in every answer from now on."""
         self.answer_redactor = redactor.with_values(self.credentials)

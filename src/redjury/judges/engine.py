@@ -255,6 +255,7 @@ class JudgeEngine:
     async def slot(self, route: Route) -> AsyncIterator[int]:
         """Hold one of the endpoint's and one of the global in-flight slots; yields the
         endpoint limit's epoch (for `AdaptiveLimit.backoff`)."""
+        self._ready()
         epoch = await self._acquire(route)
         try:
             yield epoch
@@ -262,7 +263,7 @@ class JudgeEngine:
             self._release(route)
 
     async def _acquire(self, route: Route) -> int:
-        self._ready()
+        # The caller has bound the engine to this loop (`_ready`).
         assert self._global is not None
         limit = route.endpoint.limit
         # Endpoint first, then global: a request waiting for a busy server must not hold

@@ -22,6 +22,8 @@ class AdaptiveLimit:
     def __init__(self, ceiling: int) -> None:
         self.ceiling = ceiling
         self._size = float(ceiling)
+        # The whole-request part of `_size`, kept beside it: read on every acquire and wake.
+        self.current = max(1, ceiling)
         self.active = 0
         self.epoch = 0
         self.lowered = 0
@@ -31,9 +33,9 @@ class AdaptiveLimit:
         self.last_success: float | None = None
         self._waiters: deque[asyncio.Future[None]] = deque()
 
-    @property
-    def current(self) -> int:
-        return max(1, int(self._size))
+    def _resize(self, size: float) -> None:
+        self._size = size
+        self.current = max(1, int(size))
 
     async def acquire(self) -> int:
         if self.active < self.current and not self._waiters:
@@ -69,7 +71,7 @@ class AdaptiveLimit:
         """A success: +1 per `current` successes, up to the ceiling."""
         self.last_success = time.monotonic()
         if self._size < self.ceiling:
-            self._size = min(float(self.ceiling), self._size + 1.0 / self._size)
+            self._resize(min(float(self.ceiling), self._size + 1.0 / self._size))
             self._wake()
 
     def succeeding(self, window: float) -> bool:
@@ -81,7 +83,7 @@ class AdaptiveLimit:
         """A 429 to a request sent at `epoch`: cut the limit once per round; True if lowered."""
         if epoch != self.epoch:
             return False
-        self._size = max(1.0, self._size * DECREASE)
+        self._resize(max(1.0, self._size * DECREASE))
         self.epoch += 1
         self.lowered += 1
         self.lowest = min(self.lowest, self.current)

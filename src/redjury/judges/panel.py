@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -122,6 +122,24 @@ _COUNTERS = (
     "cached_prompt_tokens",
     "cached_completion_tokens",
 )
+
+
+async def _all_of(coros: list[Coroutine[Any, Any, Vote]]) -> list[Vote]:
+    """The votes in order, asked concurrently: the first in the calling task, the rest in
+    tasks of their own. One task per output fewer than gather, and no gathering future."""
+    if not coros:
+        return []
+    rest = [asyncio.ensure_future(c) for c in coros[1:]]
+    try:
+        votes = [await coros[0]]
+        for task in rest:
+            votes.append(await task)
+    except BaseException:
+        # Cancelled (or a bug): the other judges' requests must not go on without a reader.
+        for task in rest:
+            task.cancel()
+        raise
+    return votes
 
 
 @register_detector
@@ -298,8 +316,7 @@ class JudgePanelDetector(Detector):
             if out is not None
             for judge in judges
         ]
-        # One coroutine needs no task of its own; gather wraps each in one.
-        votes = [await pending[0]] if len(pending) == 1 else await asyncio.gather(*pending)
+        votes = await _all_of(pending)
         self._counts["attempts"] += 1
         findings: list[Finding] = []
         i = 0
@@ -363,8 +380,10 @@ class JudgePanelDetector(Detector):
             counts["abstentions"] += 1
             return Vote(judge.id, JudgeResult(None, reason=str(exc)))
         body = judge.provider.body(messages)
-        key = judge.cache_key(body)
         cache = self.cache
+        # Without a cache the key only finds twins in flight: the judge's prefix and the body
+        # do that exactly, without hashing the body (a few µs a call).
+        key = judge.cache_key(body) if cache is not None else judge.flight_key(body)
         if cache is not None:
             hit = cache.get(key)
             if hit is not None:
