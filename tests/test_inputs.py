@@ -172,6 +172,21 @@ def test_garak_report_uses_status_two_rows_and_falls_back_to_status_one(tmp_path
     assert check_inputs(InputSet([src]))[0] == 2
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    # Windows tools save UTF-8 with a BOM; `cat` carries one into the middle of a joined file.
+    bom = b"\xef\xbb\xbf"
+    ours = tmp_path / "in.jsonl"
+    first, second = ({"id": i, "outputs": ["fine"]} for i in ("a", "b"))
+    ours.write_bytes(bom + json.dumps(first).encode() + b"\n" + bom + json.dumps(second).encode())
+    good, errors, _ = check_inputs(InputSet([ours]))
+    assert (good, errors) == (2, [])
+    garak = garak_report(tmp_path / "garak.report.jsonl")
+    garak.write_bytes(bom + garak.read_bytes())
+    inputs = InputSet([garak])
+    assert [r.attempt.id for r in inputs.records() if r.attempt] == ["u2", "u1"]
+    assert inputs.garak_setup[str(garak)].generator == "huggingface gpt2"
+
+
 def test_garak_report_is_re_evaluated_with_its_own_detector_results(tmp_path: Path) -> None:
     src = garak_report(tmp_path / "garak.report.jsonl")
     cfg = tmp_path / "c.yaml"

@@ -202,10 +202,25 @@ def _line_error(path: str, line: int, field: str, reason: str) -> InputRecord:
     return InputRecord(path, line, None, LineError(path, line, field, reason))
 
 
+# A UTF-8 byte-order mark, which Windows tools write at the start of a file (and `cat` then
+# carries into the middle of a joined one): not part of the line's JSON.
+_BOM = b"\xef\xbb\xbf"
+
+
+def _loads(raw: bytes) -> Any:
+    """orjson.loads of one line, past a leading byte-order mark (tried only when it fails)."""
+    try:
+        return orjson.loads(raw)
+    except ValueError:
+        if raw.startswith(_BOM):
+            return orjson.loads(raw[len(_BOM) :])
+        raise
+
+
 def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
     """The line's JSON object, or (field, reason) saying why there is none."""
     try:
-        data = orjson.loads(raw)
+        data = _loads(raw)
     except ValueError as exc:
         return None, ("(line)", f"not JSON: {_json_reason(exc)}")
     if not isinstance(data, dict):
@@ -453,7 +468,7 @@ class InputSet:
                 if b'"entry_type"' not in raw:
                     continue
                 try:
-                    row = orjson.loads(raw)
+                    row = _loads(raw)
                 except ValueError:
                     continue
                 if not isinstance(row, dict):
