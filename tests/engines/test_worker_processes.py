@@ -116,6 +116,31 @@ def test_messy_redjury_input_gives_the_single_process_report(tmp_path: Path) -> 
     assert (one.attempts_scored, one.input_errors) == (two.attempts_scored, two.input_errors)
 
 
+def test_hostile_bytes_give_the_single_process_report(tmp_path: Path) -> None:
+    # A byte-order mark, CRLF and lone CR line ends, invalid UTF-8, NULs and lines longer
+    # than a chunk: the workers cut the file into byte ranges, so each must land as it does
+    # when one process reads the file line by line.
+    lines = []
+    for i in range(200):
+        lines.append(json.dumps(attempt(i)).encode())
+        if i % 23 == 1:
+            lines.append(b"\xff\xfe not UTF-8 \x00")
+        if i % 29 == 2:
+            lines.append(json.dumps({"id": f"long{i}", "outputs": ["x" * 4000]}).encode())
+        if i % 31 == 3:
+            lines.append(b'{"id": "nul\\u0000id", "outputs": ["a\\u0000b"]}')
+        if i % 17 == 4:
+            lines.append(json.dumps(attempt(1000 + i)).encode() + b"\r")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines) + b"\r\n")
+    go([src], tmp_path / "one", 1, skip_bad_lines=True)
+    go([src], tmp_path / "two", 2, skip_bad_lines=True)
+    assert workers_of(tmp_path / "two") == 2
+    a, b = comparable(tmp_path / "one"), comparable(tmp_path / "two")
+    assert a == b
+    assert len(b["report"]["attempt"]) > 200 and b["report"]["input_error"]
+
+
 def test_bad_lines_refuse_the_input_with_the_same_error(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", messy_lines(300))
     errors = []
