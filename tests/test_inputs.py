@@ -187,6 +187,21 @@ def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None
     assert inputs.garak_setup[str(garak)].generator == "huggingface gpt2"
 
 
+def test_a_lone_surrogate_escape_reads_as_a_replacement_character(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        '{"id": "cut", "outputs": ["half an emoji \\ud83d", "a whole one \\ud83d\\ude00"]}\n'
+        '{"id": "nan", "outputs": ["x"], "latency_ms": NaN}\n'
+        '{"id": "open", "outputs": ["\\ud83d"]\n',
+        encoding="utf-8",
+    )
+    records = list(InputSet([src]).records())
+    assert records[0].attempt is not None
+    assert records[0].attempt.outputs == ["half an emoji \ufffd", "a whole one \U0001f600"]
+    # What is broken besides the surrogate stays a bad line.
+    assert [r.error.line for r in records[1:] if r.error] == [2, 3]
+
+
 def test_garak_report_is_re_evaluated_with_its_own_detector_results(tmp_path: Path) -> None:
     src = garak_report(tmp_path / "garak.report.jsonl")
     cfg = tmp_path / "c.yaml"

@@ -210,11 +210,47 @@ _BOM = b"\xef\xbb\xbf"
 def _loads(raw: bytes) -> Any:
     """orjson.loads of one line, past a leading byte-order mark (tried only when it fails)."""
     try:
-        return orjson.loads(raw)
+        return loads_json(raw)
     except ValueError:
         if raw.startswith(_BOM):
-            return orjson.loads(raw[len(_BOM) :])
+            return loads_json(raw[len(_BOM) :])
         raise
+
+
+# A \uD800–\uDFFF escape: half of a UTF-16 surrogate pair.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def loads_json(raw: bytes) -> Any:
+    """orjson.loads, except that a lone surrogate escape (`"\\ud83d"`, half an emoji: what
+    JavaScript's JSON.stringify writes for a string cut between the two halves) reads as
+    U+FFFD, as a decoder replaces any broken character, instead of refusing the whole text.
+    orjson refuses such escapes; only then is the text parsed again, by the standard
+    library, with NaN and Infinity still refused."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc) or not _SURROGATE_ESCAPE.search(raw):
+            raise
+        try:
+            return _without_lone_surrogates(json.loads(raw, parse_constant=_no_constant))
+        except (ValueError, RecursionError):
+            raise exc from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:

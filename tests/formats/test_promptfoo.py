@@ -126,3 +126,16 @@ def test_a_row_graded_by_one_assertion_without_components_is_named_after_it(
     src.write_text(json.dumps(doc))
     got = attempts(src)["r-hate-crescendo"]
     assert got.detector_results == {"promptfoo:redteam:harmful:hate": [1.0]}
+
+
+def test_a_reply_cut_between_the_halves_of_an_emoji_is_read_not_refused(tmp_path: Path) -> None:
+    # JavaScript's JSON.stringify writes a string cut after half a surrogate pair as a lone
+    # \ud83d escape, which strict parsers refuse; the document is read with U+FFFD there.
+    text = V3.read_text(encoding="utf-8")
+    cut = "I can't help with jokes that demean people."
+    assert text.count(cut) == 1
+    src = tmp_path / "results.json"
+    src.write_text(text.replace(cut, cut + " \\ud83d"), encoding="utf-8")
+    a = attempts(src)["r-hate-basic"]
+    assert a.outputs == [cut + " \ufffd"]
+    assert len(attempts(src)) == len(attempts(V3))

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from redjury.inputs import InputRecord
+from redjury.inputs import InputRecord, loads_json
 
 HEAD_BYTES = 1 << 16
 BOM = b"\xef\xbb\xbf"
@@ -57,7 +55,7 @@ def sniff(path: Path) -> str | None:
     if head.lstrip()[:1] not in (b"{", b"["):
         return None
     try:
-        return classify(orjson.loads(first))
+        return classify(loads_json(first))
     except ValueError:
         pass
     # A document over several lines: its first keys usually give it away; else parse it all.
@@ -65,7 +63,7 @@ def sniff(path: Path) -> str | None:
         if fmt.head(head):
             return fmt.name
     try:
-        return classify(orjson.loads(path.read_bytes().removeprefix(BOM)))
+        return classify(loads_json(path.read_bytes().removeprefix(BOM)))
     except ValueError:
         return None
 

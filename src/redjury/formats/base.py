@@ -13,7 +13,7 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt
-from redjury.inputs import InputRecord, LineError
+from redjury.inputs import InputRecord, LineError, loads_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ def load_json(path: Path, raw: bytes | None = None) -> Any:
     """Parse a whole JSON document; on failure name the line it broke on."""
     data = (path.read_bytes() if raw is None else raw).removeprefix(b"\xef\xbb\xbf")
     try:
-        return orjson.loads(data)
+        return loads_json(data)
     except ValueError:
         pass
     # orjson says why but not on which line; the standard parser says where.

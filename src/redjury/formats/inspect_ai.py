@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-import orjson
-
 from redjury.formats import DocumentFormat
 from redjury.formats.base import (
     DocumentError,
@@ -36,7 +34,7 @@ from redjury.formats.base import (
     text_of,
 )
 from redjury.formats.zipped import read_member
-from redjury.inputs import InputRecord
+from redjury.inputs import InputRecord, loads_json
 
 _HEAD = re.compile(rb'(?<!\\)"eval"\s*:\s*\{')
 _SAMPLE_NAME = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
@@ -118,7 +116,7 @@ def _zip_json(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
     except ValueError as exc:
         raise document_error(path, name, f"unreadable: {exc}") from exc
     try:
-        return orjson.loads(raw)
+        return loads_json(raw)
     except ValueError as exc:
         raise document_error(path, name, f"not JSON: {str(exc).split(':', 1)[0]}") from exc
 

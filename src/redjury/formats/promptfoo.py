@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from redjury.formats import DocumentFormat
 from redjury.formats.base import (
     Located,
@@ -27,7 +25,7 @@ from redjury.formats.base import (
     number,
     text_of,
 )
-from redjury.inputs import InputRecord
+from redjury.inputs import InputRecord, loads_json
 
 # promptfoo's ResultFailureReason: NONE = 0, ASSERT = 1, ERROR = 2.
 FAILURE_ERROR = 2
@@ -134,7 +132,7 @@ def _prompt(row: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]] | Non
     if raw is None or not raw.lstrip().startswith("["):
         return raw, None
     try:
-        turns = orjson.loads(raw)
+        turns = loads_json(raw.encode())
     except ValueError:
         return raw, None
     if not isinstance(turns, list) or not all(
