@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from fault_server import Reply, always
 from judge_specs import judge
@@ -16,10 +15,8 @@ def attempts(n):
 
 
 async def run(panel, items):
-    t0 = time.monotonic()
     await asyncio.gather(*(panel.adetect(a) for a in items))
     await panel.aclose()
-    return time.monotonic() - t0
 
 
 async def test_per_endpoint_limit_holds_at_the_server(server, make_panel):
@@ -54,10 +51,13 @@ async def test_all_attempts_are_judged_together_up_to_the_limit(server, make_pan
     panel = make_panel(
         [judge(server.openai_url, "a")], per_endpoint_concurrency=16, use_cache=False
     )
-    elapsed = await run(panel, attempts(48))
+    await run(panel, attempts(48))
+    assert server.count == 48
     assert server.max_in_flight == 16
-    # Three waves of 16 (0.6 s), far from 48 sequential calls (9.6 s); slack for slow CI.
-    assert elapsed < 4.0
+    # Not one wave of 16 and then the rest one by one: however slow the machine, a client
+    # that keeps 16 in flight fills the server to 16 again at least once per 16 requests.
+    arrivals = [r.in_flight for r in server.posts]
+    assert arrivals.count(16) >= 3, arrivals
 
 
 async def test_no_post_before_the_run_and_reachability_is_a_get(server, make_panel):

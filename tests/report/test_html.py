@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -70,13 +69,12 @@ def test_hits_beyond_the_limit_are_counted_not_embedded(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_html_of_100k_attempts_is_built_in_seconds_and_stays_small(tmp_path: Path) -> None:
+def test_html_of_100k_attempts_stays_small(tmp_path: Path) -> None:
+    # How long it takes is measured by benchmarks/html_report.py, not asserted here.
     from report_fixtures import synthetic_report
 
     synthetic_report(tmp_path, 100_000)
-    start = time.perf_counter()
     path = write_html(tmp_path)
-    assert time.perf_counter() - start < 60
     assert path.stat().st_size < 8_000_000, path.stat().st_size
     data = load_report(tmp_path, hit_limit=10)
     assert json.loads(hits_blob(data))["hits"]

@@ -80,6 +80,7 @@ class Request:
     n: int  # index among POSTs, from 0
     at: float  # time.monotonic() when it was read
     conn: int = 0  # which connection carried it, from 1
+    in_flight: int = 0  # POSTs being answered when it arrived, itself included
 
     @property
     def json(self) -> Any:
@@ -454,6 +455,7 @@ class FaultServer:
             self._posts += 1
             self.requests.append(req)
             self.in_flight += 1
+            req.in_flight = self.in_flight
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             wire = wire_for(path)
