@@ -28,6 +28,16 @@ async def test_connections_are_reused_across_requests(server):
     assert first.headers["content-type"] == "application/json"
 
 
+async def test_url_credentials_travel_as_basic_auth_not_in_the_request_line(server):
+    server.set_script(always(Reply("no")))
+    url = server.openai_url.replace("http://", "http://someone:pa%3Ass%20w%C3%B6rd@")
+    await post_n(JudgeEngine(), url, 1)
+    (req,) = server.posts
+    # RFC 7617 with UTF-8: base64 of "someone:pa:ss wörd".
+    assert req.headers["authorization"] == "Basic c29tZW9uZTpwYTpzcyB3w7ZyZA=="
+    assert req.path == "/v1/chat/completions" and "someone" not in req.headers["host"]
+
+
 async def test_an_error_status_keeps_the_connection_usable(server):
     server.set_script(sequence([Status(503), Status(500)], then=Reply("no")))
     engine = JudgeEngine(retry_base_delay=0.01)

@@ -4,6 +4,7 @@ adapt to rate limits, timeouts, retries, TLS per connection and proxies from the
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import random
 import ssl
@@ -372,8 +373,15 @@ def _credentials_to_header(url: str, headers: dict[str, str]) -> tuple[str, dict
     bare = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     if any(k.lower() == "authorization" for k in headers):
         return bare, headers
-    auth = aiohttp.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
-    return bare, {**headers, "authorization": auth.encode()}
+    auth = basic_auth(unquote(parts.username or ""), unquote(parts.password or ""))
+    return bare, {**headers, "authorization": auth}
+
+
+def basic_auth(user: str, password: str) -> str:
+    """An `Authorization: Basic` value (RFC 7617, UTF-8), as aiohttp 3.14's
+    `encode_basic_auth` builds it; its older `BasicAuth` is deprecated."""
+    token = f"{user}:{password}".encode()
+    return "Basic " + base64.b64encode(token).decode("ascii")
 
 
 def _call_error(exc: BaseException, route: Route) -> JudgeCallError | _Retry:
