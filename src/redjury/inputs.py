@@ -203,35 +203,26 @@ def _line_error(path: str, line: int, field: str, reason: str) -> InputRecord:
 
 
 # A UTF-8 byte-order mark, which Windows tools write at the start of a file (and `cat` then
-# carries into the middle of a joined one): not part of the line's JSON.
-_BOM = b"\xef\xbb\xbf"
-
-
-def _loads(raw: bytes) -> Any:
-    """orjson.loads of one line, past a leading byte-order mark (tried only when it fails)."""
-    try:
-        return loads_json(raw)
-    except ValueError:
-        if raw.startswith(_BOM):
-            return loads_json(raw[len(_BOM) :])
-        raise
-
-
+# carries into the middle of a joined one): not part of the JSON after it.
+BOM = b"\xef\xbb\xbf"
 # A \uD800–\uDFFF escape: half of a UTF-16 surrogate pair.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def loads_json(raw: bytes) -> Any:
-    """orjson.loads, except that a lone surrogate escape (`"\\ud83d"`, half an emoji: what
-    JavaScript's JSON.stringify writes for a string cut between the two halves) reads as
-    U+FFFD, as a decoder replaces any broken character, instead of refusing the whole text.
-    orjson refuses such escapes; only then is the text parsed again, by the standard
-    library, with NaN and Infinity still refused."""
+    """orjson.loads, past a leading byte-order mark, and with a lone surrogate escape
+    (`"\\ud83d"`, half an emoji: what JavaScript's JSON.stringify writes for a string cut
+    between the two halves) read as U+FFFD, as a decoder replaces any broken character,
+    instead of refusing the whole text. Both are looked at only when orjson refuses the
+    text; a surrogate escape then has the standard library parse it again, with NaN and
+    Infinity still refused."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        if "surrogate" not in str(exc) or not _SURROGATE_ESCAPE.search(raw):
+        if raw.startswith(BOM):
+            return loads_json(raw[len(BOM) :])
+        if not _SURROGATE_ESCAPE.search(raw):
             raise
         try:
             return _without_lone_surrogates(json.loads(raw, parse_constant=_no_constant))
@@ -256,7 +247,7 @@ def _without_lone_surrogates(value: Any) -> Any:
 def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
     """The line's JSON object, or (field, reason) saying why there is none."""
     try:
-        data = _loads(raw)
+        data = loads_json(raw)
     except ValueError as exc:
         return None, ("(line)", f"not JSON: {_json_reason(exc)}")
     if not isinstance(data, dict):
@@ -504,7 +495,7 @@ class InputSet:
                 if b'"entry_type"' not in raw:
                     continue
                 try:
-                    row = _loads(raw)
+                    row = loads_json(raw)
                 except ValueError:
                     continue
                 if not isinstance(row, dict):

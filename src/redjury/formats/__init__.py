@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redjury.inputs import InputRecord, loads_json
+from redjury.inputs import BOM, InputRecord, loads_json
 
 HEAD_BYTES = 1 << 16
-BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ def sniff(path: Path) -> str | None:
         if fmt.head(head):
             return fmt.name
     try:
-        return classify(loads_json(path.read_bytes().removeprefix(BOM)))
+        return classify(loads_json(path.read_bytes()))
     except ValueError:
         return None
 

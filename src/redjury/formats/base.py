@@ -13,7 +13,7 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt
-from redjury.inputs import InputRecord, LineError, loads_json
+from redjury.inputs import BOM, InputRecord, LineError, loads_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class DocumentError(Exception):
 
 def load_json(path: Path, raw: bytes | None = None) -> Any:
     """Parse a whole JSON document; on failure name the line it broke on."""
-    data = (path.read_bytes() if raw is None else raw).removeprefix(b"\xef\xbb\xbf")
+    data = (path.read_bytes() if raw is None else raw).removeprefix(BOM)
     try:
         return loads_json(data)
     except ValueError:
