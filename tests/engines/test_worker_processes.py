@@ -233,7 +233,9 @@ def test_runs_that_cannot_fork_safely_stay_in_one_process(tmp_path: Path) -> Non
     from redjury.detectors.pii import PIILeakDetector
 
     class Plugin(PIILeakDetector):
-        pass
+        """A third party's subclass, registered from its own package."""
+
+        __module__ = "acme_redjury_plugins.pii"
 
     assert not processes.can_use_workers(inputs, [Plugin()], 2)
     assert processes.can_use_workers(inputs, [PIILeakDetector()], 2)

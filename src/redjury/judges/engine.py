@@ -373,11 +373,11 @@ def _credentials_to_header(url: str, headers: dict[str, str]) -> tuple[str, dict
     bare = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     if any(k.lower() == "authorization" for k in headers):
         return bare, headers
-    auth = basic_auth(unquote(parts.username or ""), unquote(parts.password or ""))
+    auth = _basic_auth(unquote(parts.username or ""), unquote(parts.password or ""))
     return bare, {**headers, "authorization": auth}
 
 
-def basic_auth(user: str, password: str) -> str:
+def _basic_auth(user: str, password: str) -> str:
     """An `Authorization: Basic` value (RFC 7617, UTF-8), as aiohttp 3.14's
     `encode_basic_auth` builds it; its older `BasicAuth` is deprecated."""
     token = f"{user}:{password}".encode()
