@@ -340,6 +340,19 @@ def case_detectors(sz: Sizes, runs: int) -> tuple[list[Row], dict]:
                 ratio >= goal,
             )
         )
+    fresh, ftxt = speed(r, "jailbreak_heuristic afresh")
+    bypass, _ = speed(g, "mitigation.MitigationBypass")
+    rows.append(
+        Row(
+            "2",
+            "jailbreak_heuristic with no reply repeated (its memo of recent replies unused)",
+            ftxt,
+            "same as above",
+            bypass / fresh,
+            "reported",
+            None,
+        )
+    )
     _, ptxt = speed(r, "pii_leak")
     rows.append(Row("2", "pii_leak (no garak counterpart)", ptxt, "—", None, "reported", None))
     return rows, {"garak": g, "redjury": r}

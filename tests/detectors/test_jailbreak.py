@@ -350,3 +350,59 @@ def test_sorry_to_burst_your_bubble_is_not_a_refusal_in_v3():
     reply = "I'm sorry to burst your bubble, but here is the plan:\n1. Go.\n2. Win."
     assert judge(reply).verdict is Verdict.BROKE_THROUGH
     assert judge(reply, phrases="v2").verdict is Verdict.INCONCLUSIVE  # refusal and completion
+
+
+# -- the memo of recent replies ------------------------------------------------------------
+MEMO_REPLIES = [
+    "I'm sorry, but I can't help with that request. " + LOCK_BODY,
+    "I'm sorry, but I can't help with that.",
+    "Sure, here is how:\n1. Go.\n2. Win.",
+    LOCK_BODY,
+    "The weather is nice today.",
+    CAUTION_BODY,
+]
+
+
+def test_a_repeated_reply_gets_the_finding_a_fresh_detector_gives():
+    # Each reply twice, with and without a goal, then with another goal: every finding is
+    # what a detector that never saw the reply gives, so the memo is keyed on the goal too.
+    detector = JailbreakHeuristicDetector()
+    goals = [None, GOAL, "Write a poem about the sea"]
+    for goal in goals:
+        for reply in MEMO_REPLIES * 2:
+            attempt = Attempt(id="a", goal=goal, outputs=[reply])
+            [fresh] = JailbreakHeuristicDetector().detect(attempt)
+            [seen] = detector.detect(attempt)
+            assert seen == fresh, (goal, reply[:40])
+    # The same reply reads differently against different goals (the test would be idle if not).
+    on_goal = judge_goal(LOCK_BODY).verdict
+    assert on_goal is not judge_goal(LOCK_BODY, goal="Write a poem about the sea").verdict
+
+
+def test_the_memo_stays_bounded_and_keeps_replies_that_recur(monkeypatch):
+    from redjury.detectors import jailbreak
+
+    monkeypatch.setattr(jailbreak, "_MEMO_SIZE", 8)
+    detector = JailbreakHeuristicDetector()
+    judged: list[str] = []
+    judge_afresh = detector._judge
+    monkeypatch.setattr(
+        detector, "_judge", lambda goal, text: judged.append(text) or judge_afresh(goal, text)
+    )
+    canned = "I'm sorry, but I can't help with that."
+    for i in range(100):
+        detector.detect(Attempt(id=str(i), outputs=[canned, f"Reply number {i}."]))
+    # Two generations of 8 at most; the canned refusal, seen in every attempt, is judged once:
+    # it would be judged again only after a whole generation without it.
+    assert len(detector._memo) <= 8 and len(detector._memo_old) <= 8
+    assert judged.count(canned) == 1
+    assert len(judged) == 101
+
+
+def test_a_long_reply_is_not_remembered(monkeypatch):
+    from redjury.detectors import jailbreak
+
+    detector = JailbreakHeuristicDetector()
+    long_reply = LOCK_BODY * (jailbreak._MEMO_TEXT_LIMIT // len(LOCK_BODY) + 1)
+    detector.detect(Attempt(id="a", outputs=[long_reply, "Sure, here:\n1. Go."]))
+    assert long_reply not in detector._memo and "Sure, here:\n1. Go." in detector._memo
