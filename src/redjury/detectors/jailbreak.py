@@ -35,7 +35,7 @@ _FINDING_CACHE = 4096
 # Replies (with their goals) whose findings are remembered, per generation (see `check`),
 # and the longest reply remembered: canned answers repeat, long ones seldom do.
 _MEMO_SIZE = 4096
-_MEMO_TEXT_LIMIT = 2048
+_MEMO_TEXT_LIMIT = 1024
 
 
 class JailbreakHeuristicParams(PhraseParams):
