@@ -172,6 +172,20 @@ def test_garak_report_uses_status_two_rows_and_falls_back_to_status_one(tmp_path
     assert check_inputs(InputSet([src]))[0] == 2
 
 
+def test_replies_in_a_garak_row_that_is_not_an_attempt_are_a_line_error(tmp_path: Path) -> None:
+    # Rows of other kinds (setup, init, eval, digest, kinds garak may add) are not judged;
+    # one that carries replies would lose them in silence, so it is reported instead.
+    src = garak_report(tmp_path / "garak.report.jsonl")
+    with src.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"entry_type": "note", "outputs": [{"text": "a reply"}]}) + "\n")
+        fh.write(json.dumps({"entry_type": "completion", "end_time": "2026-01-01"}) + "\n")
+    records = list(InputSet([src]).records())
+    [error] = [r.error for r in records if r.error]
+    assert (error.line, error.field) == (7, "entry_type")
+    assert "outputs" in error.reason and "attempt" in error.reason
+    assert [r.attempt.id for r in records if r.attempt] == ["u2", "u1"]
+
+
 def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None:
     # Windows tools save UTF-8 with a BOM; `cat` carries one into the middle of a joined file.
     bom = b"\xef\xbb\xbf"

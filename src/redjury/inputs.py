@@ -319,6 +319,14 @@ def garak_row_problem(row: dict[str, Any]) -> tuple[str, str] | None:
     if type(kind) is not str:
         return "entry_type", "the kind of garak row, a string"
     if kind != "attempt":
+        # Other kinds (setup, init, eval, digest, completion, and kinds garak may add) are
+        # not judged. Only attempt rows carry replies: one of another kind with `outputs`
+        # would have its replies skipped in silence.
+        if "outputs" in row:
+            return "entry_type", (
+                "replies (outputs) in a row that is not an attempt: "
+                'an attempt row\'s entry_type is "attempt"'
+            )
         return None
     if type(row.get("uuid")) is not str:
         return "uuid", "garak's attempt id, a string"
