@@ -186,6 +186,40 @@ def test_replies_in_a_garak_row_that_is_not_an_attempt_are_a_line_error(tmp_path
     assert [r.attempt.id for r in records if r.attempt] == ["u2", "u1"]
 
 
+def third_attempt(**fields: object) -> dict[str, object]:
+    """A status-2 attempt row to append to `garak_report`'s report (its line 7)."""
+    row = {"entry_type": "attempt", "uuid": "u3", "seq": 3, "status": 2}
+    return {**row, "outputs": [{"text": "fine"}], **fields}
+
+
+def test_broken_utf8_in_a_garak_field_redjury_does_not_read_is_a_line_error(
+    tmp_path: Path,
+) -> None:
+    # garak's rows are read without building the fields redjury skips (`conversations`);
+    # those are still checked, the bytes of their text included.
+    src = garak_report(tmp_path / "garak.report.jsonl")
+    line = json.dumps(third_attempt(conversations="XX")).encode().replace(b"XX", b"\xff\xfe")
+    with src.open("ab") as fh:
+        fh.write(line + b"\n")
+    [error] = check_inputs(InputSet([src]))[1]
+    assert (error.line, error.field) == (7, "(line)") and "not JSON" in error.reason
+
+
+def test_a_garak_integer_beyond_64_bits_is_read_exact_and_written_back(tmp_path: Path) -> None:
+    src = garak_report(tmp_path / "garak.report.jsonl")
+    with src.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(third_attempt(notes={"big": 2**70})) + "\n")
+    records = list(InputSet([src]).records())
+    assert [r.error for r in records] == [None, None, None]  # not "nested too deep"
+    assert records[-1].attempt is not None and records[-1].attempt.notes == {"big": 2**70}
+    proc = redjury("run", src, "-o", tmp_path / "out", "--no-colour")
+    assert proc.returncode == 0, proc.stderr
+    [written] = [
+        r for r in read_jsonl(tmp_path / "out" / "redjury.report.jsonl") if r.get("id") == "u3"
+    ]
+    assert written["notes"] == {"big": 2**70}
+
+
 def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path) -> None:
     # Windows tools save UTF-8 with a BOM; `cat` carries one into the middle of a joined file.
     bom = b"\xef\xbb\xbf"

@@ -184,6 +184,7 @@ GARAK_CASES = [
         "a garak Message",
     ),
     ("status_as_string", garak_row(uuid="b", status="2"), "status", "0, 1 or 2"),
+    ("seq_beyond_64_bits", garak_row(uuid="b", seq=2**70), "seq", "less than"),
     ("status_unknown", garak_row(uuid="b", status=7), "status", "0, 1 or 2"),
     ("uuid_missing", {k: v for k, v in garak_row().items() if k != "uuid"}, "uuid", "a string"),
     (

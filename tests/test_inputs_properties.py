@@ -14,7 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redjury.attempts import Attempt
-from redjury.inputs import InputSet, check_inputs
+from redjury.inputs import (
+    GARAK_ROW_FIELDS,
+    InputSet,
+    _json_object,
+    check_inputs,
+    garak_json_object,
+)
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GARAK_SETUP = b'{"entry_type": "start_run setup", "plugins.target_name": "m"}\n'
@@ -98,3 +104,36 @@ def test_any_field_values_in_a_garak_row_give_an_attempt_or_a_line_error(line: b
     row = json.loads(line)
     if row.get("entry_type") == "attempt" and row.get("status") != 0:
         assert len(records) == 1, "an attempt row is read or reported, never skipped"
+
+
+# Fields a garak row carries that redjury does not read: the fast parse only checks them.
+SKIPPED_GARAK_KEYS = ["conversations", "probe_params", "targets", "reverse_translation_outputs"]
+
+
+def _as_orjson_reads(value: Any) -> Any:
+    """orjson reads an integer beyond 64 bits as a float; the fast parse keeps it exact."""
+    if type(value) is int and not -(2**63) <= value < 2**64:
+        return float(value)
+    if isinstance(value, list):
+        return [_as_orjson_reads(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_orjson_reads(v) for k, v in value.items()}
+    return value
+
+
+@SETTINGS
+@given(
+    st.one_of(
+        shaped(GARAK_BASE, GARAK_KEYS + SKIPPED_GARAK_KEYS),
+        st.binary(max_size=80),
+        json_values.map(lambda v: json.dumps(v).encode()),
+    )
+)
+def test_a_garak_line_reads_as_the_full_parse_reads_it(line: bytes) -> None:
+    fast, fast_problem = garak_json_object(line)
+    full, full_problem = _json_object(line)
+    if full is None:
+        assert fast is None and fast_problem == full_problem
+    else:
+        assert fast_problem is None and fast is not None
+        assert _as_orjson_reads(fast) == {k: v for k, v in full.items() if k in GARAK_ROW_FIELDS}

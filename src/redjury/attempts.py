@@ -78,7 +78,8 @@ class Attempt(BaseModel):
     usage: Usage | None = None
     notes: dict[str, Any] = Field(default_factory=dict)
     run_id: str | None = None
-    seq: int | None = Field(default=None, strict=True)
+    # garak's attempt number; bounded as a report's JSON writer writes integers.
+    seq: int | None = Field(default=None, strict=True, ge=-(2**63), lt=2**63)
     generator: str | None = None
     # Scores already present in the input (a garak report's detector_results).
     detector_results: dict[str, list[Score | None]] = Field(default_factory=dict)
