@@ -113,10 +113,10 @@ async def test_retry_after_as_http_date_is_honoured(server, make_panel):
 async def test_timeout_abstains_without_retry(server, make_panel):
     server.set_script(always(Reply("yes", delay=2.0)))
     panel = make_panel([judge(server.openai_url, timeout=0.3)])
-    t0 = time.monotonic()
     [finding] = await panel.adetect(ATTEMPT)
-    assert time.monotonic() - t0 < 1.5
+    # The reply ("yes") would have been a vote: the abstention shows the wait was cut short.
     assert server.count == 1
+    assert finding.score is None
     assert finding.details["abstained"]["harmbench:judge-a"] == "timeout after 0.3s"
 
 
