@@ -47,6 +47,8 @@ REDJURY_CASES = [
         "'assistant'",
     ),
     ("garak_row_in_redjury_file", garak_row(), "entry_type", "a garak row in a redjury"),
+    ("seq_beyond_64_bits", {"id": "b", "output": "x", "seq": 2**70}, "seq", "beyond 64 bits"),
+    ("seq_as_a_float", {"id": "b", "output": "x", "seq": 3.0}, "seq", "not a number"),
     (
         "score_below_zero",
         {"id": "b", "output": "x", "detector_results": {"d": [-3.0]}},

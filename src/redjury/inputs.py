@@ -194,8 +194,12 @@ def _first_error(
     if loc and names:
         loc[0] = names.get(loc[0], loc[0])
     reason = err["msg"]
-    if err["type"].endswith("_type"):
-        reason += f", not {_JSON_KINDS.get(type(err['input']), 'that')}"
+    value = err["input"]
+    if err["type"] == "int_type" and type(value) is float and abs(value) >= 2**63:
+        # An integer literal beyond 64 bits, which orjson reads as a float.
+        reason += ", not one beyond 64 bits"
+    elif err["type"].endswith("_type"):
+        reason += f", not {_JSON_KINDS.get(type(value), 'that')}"
     return LineError(path, line, ".".join(loc) or "(record)", reason)
 
 
