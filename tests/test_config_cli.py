@@ -77,6 +77,10 @@ CASES = {
         ),
         "3:5: detectors[0].extra_refusals",
     ),
+    "catastrophic_refusal_regex": (
+        lambda f: "detectors:\n  - type: jailbreak_heuristic\n    extra_refusals: ['re:(a+)+$']\n",
+        "3:5: detectors[0].extra_refusals",
+    ),
     "alias_bomb": (_alias_bomb, "aliases expand to more than"),
     "infinite_retry_delay": (
         lambda f: "evaluation:\n  retry_base_delay: .inf\n",

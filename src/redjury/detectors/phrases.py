@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import NamedTuple
+from re import _constants, _parser  # type: ignore[attr-defined]
+from typing import Any, NamedTuple
 
 from pydantic import Field, field_validator
 
@@ -103,12 +104,53 @@ def _regex_entry(pattern: str) -> list[str]:
     if any(m.group(1) for m in _UPPER_OUTSIDE_ESCAPES.finditer(pattern)):
         raise ValueError(f"re: entries match lower-cased text; write {pattern!r} in lower case")
     re.compile(pattern)  # a bad entry fails when loaded, naming itself
+    if _nested_repeat(_parser.parse(pattern)):
+        raise ValueError(
+            f"{pattern!r} repeats a part that itself repeats (like `(a+)+`): on some replies "
+            "that takes exponential time; write it without the nesting, or make the inner "
+            "repeat possessive (`a++`)"
+        )
     if pattern.startswith("^"):
         # Every entry follows a `_WORD_START` character; a leading ^ asks that it was a
         # newline (the text is matched with a "\n" in front, so the first line has one).
         # As its own atom it is shared by all line-start entries in the trie.
         return ["(?<=\n)", f"(?:{pattern[1:]})"]
     return [f"(?:{pattern})"]
+
+
+_REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT)
+
+
+def _nested_repeat(parsed: Any, inside_repeat: bool = False) -> bool:
+    """Whether a parsed pattern repeats (more than once) a part holding a repeat of varying
+    length: the shape that backtracks exponentially. Possessive repeats and atomic groups
+    never backtrack, so they are not counted."""
+    for op, arg in parsed:
+        if op in _REPEATS:
+            low, high, body = arg
+            if inside_repeat and low != high:
+                return True
+            if _nested_repeat(body, inside_repeat or high > 1):
+                return True
+        elif op in (_constants.POSSESSIVE_REPEAT, _constants.ATOMIC_GROUP):
+            continue
+        else:
+            for part in _subpatterns(op, arg):
+                if _nested_repeat(part, inside_repeat):
+                    return True
+    return False
+
+
+def _subpatterns(op: Any, arg: Any) -> list[Any]:
+    if op is _constants.SUBPATTERN:
+        return [arg[-1]]
+    if op is _constants.BRANCH:
+        return list(arg[1])
+    if op in (_constants.ASSERT, _constants.ASSERT_NOT):
+        return [arg[1]]
+    if op is _constants.GROUPREF_EXISTS:
+        return [part for part in arg[1:] if part is not None]
+    return []
 
 
 def parse_entries(lines: list[str]) -> tuple[list[list[str]], list[list[str]]]:
