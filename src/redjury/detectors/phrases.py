@@ -123,8 +123,7 @@ _REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT)
 
 def _nested_repeat(parsed: Any, inside_repeat: bool = False) -> bool:
     """Whether a parsed pattern repeats (more than once) a part holding a repeat of varying
-    length: the shape that backtracks exponentially. Possessive repeats and atomic groups
-    never backtrack, so they are not counted."""
+    length: the shape that backtracks exponentially."""
     for op, arg in parsed:
         if op in _REPEATS:
             low, high, body = arg
@@ -132,16 +131,14 @@ def _nested_repeat(parsed: Any, inside_repeat: bool = False) -> bool:
                 return True
             if _nested_repeat(body, inside_repeat or high > 1):
                 return True
-        elif op in (_constants.POSSESSIVE_REPEAT, _constants.ATOMIC_GROUP):
-            continue
-        else:
-            for part in _subpatterns(op, arg):
-                if _nested_repeat(part, inside_repeat):
-                    return True
+        elif any(_nested_repeat(part, inside_repeat) for part in _subpatterns(op, arg)):
+            return True
     return False
 
 
 def _subpatterns(op: Any, arg: Any) -> list[Any]:
+    """The parts of a group, alternation or lookaround; no parts for possessive repeats and
+    atomic groups: they never backtrack, so what they hold is not counted."""
     if op is _constants.SUBPATTERN:
         return [arg[-1]]
     if op is _constants.BRANCH:
