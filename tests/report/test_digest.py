@@ -106,6 +106,37 @@ def test_matrix_cell_counts_an_output_once_failed_by_any_detector(tmp_path: Path
     assert (cell["fails"], cell["passed"], cell["nones"]) == (2, 0, 1)
 
 
+@pytest.mark.parametrize(
+    ("evaluator", "results", "expected"),
+    [
+        # Score lists of different lengths: an output one detector never scored still counts.
+        (
+            {"type": "threshold", "threshold": 0.5},
+            {"d1": [1.0, 0.0], "d2": [None, 0.0, 0.0]},
+            (1, 2, 0),
+        ),
+        # One detector, a policy other than the threshold: its own counts are the cell.
+        ({"type": "zero_tolerance"}, {"d1": [0.0, 0.1, None]}, (1, 1, 1)),
+        ({"type": "threshold", "threshold": 0.2}, {"d1": [0.2, 0.1, None, 0.9]}, (2, 1, 1)),
+    ],
+)
+def test_matrix_cell_under_each_policy_and_score_shape(
+    tmp_path: Path, evaluator: dict, results: dict, expected: tuple[int, int, int]
+) -> None:
+    header = {"entry_type": "init", "evaluator": evaluator}
+    attempt = {
+        "entry_type": "attempt",
+        "id": "x",
+        "probe": "p",
+        "intent": "fraud",
+        "outputs": ["a", "b", "c", "d"],
+        "detector_results": results,
+    }
+    path = write_jsonl(tmp_path / "r.jsonl", [header, attempt])
+    cell = digest_row(path)["technique_intent"]["cells"][0][0]
+    assert (cell["fails"], cell["passed"], cell["nones"]) == expected
+
+
 def test_judge_votes_abstentions_and_agreement(tmp_path: Path) -> None:
     header = {
         "entry_type": "init",

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from redjury.evaluators import Evaluator, load_evaluator
+from redjury.evaluators import Evaluator, ThresholdEvaluator, load_evaluator
 from redjury.judges.abstentions import CAUSES, abstention_cause
 from redjury.stats import CISettings, confidence_fields
 from redjury.stats.small_sample import small_sample_fields
@@ -184,7 +184,12 @@ class DigestBuilder:
 
     def __init__(self, header: dict[str, Any]) -> None:
         self.header = header
-        self.test = evaluator_of(header).test
+        evaluator = evaluator_of(header)
+        self.test = evaluator.test
+        # The common policy inlined: a method call per output is most of the count's cost.
+        self.threshold_of_test: float | None = (
+            evaluator.threshold if type(evaluator) is ThresholdEvaluator else None
+        )
         self.settings = interval_settings(header)
         evaluation = (header.get("config") or {}).get("evaluation") or {}
         self.judges = JudgeTally(float(evaluation.get("threshold", 7.0)))
@@ -214,44 +219,74 @@ class DigestBuilder:
         self.attempts += 1
         outputs = row.get("outputs") or []
         self.outputs += len(outputs)
-        results = row.get("detector_results") or {}
-        keys = [(name, row.get(name)) for name in BREAKDOWNS]
         hits: list[tuple[str, int, float]] = []
-        # Per output: 1 failed by some detector, 0 scored and passed by all, -1 never scored.
-        per_output: dict[int, int] = {}
-        test = self.test
-        for detector, scores in results.items():
-            passed = fails = nones = 0
-            for idx, score in enumerate(scores or ()):
-                if score is None:
-                    nones += 1
-                    per_output.setdefault(idx, -1)
-                elif test(float(score)):
-                    passed += 1
-                    if per_output.get(idx, -1) < 0:
-                        per_output[idx] = 0
-                else:
-                    fails += 1
-                    per_output[idx] = 1
-                    hits.append((detector, idx, float(score)))
-            for name, value in keys:
-                if value is None:
-                    continue
-                bucket = self.breakdowns.get((name, str(value), detector))
-                if bucket is None:
-                    bucket = self.breakdowns[(name, str(value), detector)] = [0, 0, 0]
-                bucket[0] += passed
-                bucket[1] += fails
-                bucket[2] += nones
-        intent = row.get("intent")
-        if intent is not None and per_output:
-            cell = self.matrix.setdefault((row.get("probe") or "default", str(intent)), [0, 0, 0])
-            for state in per_output.values():
-                cell[0 if state == 0 else 1 if state == 1 else 2] += 1
+        results = row.get("detector_results")
+        if results:
+            self._add_scores(row, results, hits)
         for detail in (row.get("details") or {}).get("judge_panel") or ():
             if isinstance(detail, dict):
                 self.judges.add(detail)
         return hits
+
+    def _add_scores(
+        self, row: dict[str, Any], results: dict[str, Any], hits: list[tuple[str, int, float]]
+    ) -> None:
+        keys = [
+            (name, value if type(value) is str else str(value))
+            for name in BREAKDOWNS
+            if (value := row.get(name)) is not None
+        ]
+        intent = row.get("intent")
+        # Per output, when several detectors scored it: 1 failed by some detector, 0 scored
+        # and passed by all, -1 never scored. With one detector its own counts say the same.
+        per_output: list[int] | None = [] if intent is not None and len(results) > 1 else None
+        cell = [0, 0, 0]
+        for detector, scores in results.items():
+            passed, fails, nones = self._classify(detector, scores or (), per_output, hits)
+            for name, value in keys:
+                bucket = self.breakdowns.get((name, value, detector))
+                if bucket is None:
+                    bucket = self.breakdowns[(name, value, detector)] = [0, 0, 0]
+                bucket[0] += passed
+                bucket[1] += fails
+                bucket[2] += nones
+            if per_output is None:
+                cell = [passed, fails, nones]
+        if per_output is not None:
+            for state in per_output:
+                cell[0 if state == 0 else 1 if state == 1 else 2] += 1
+        if intent is not None and any(cell):
+            _add_into(
+                self.matrix.setdefault((row.get("probe") or "default", str(intent)), [0, 0, 0]),
+                cell,
+            )
+
+    def _classify(
+        self,
+        detector: str,
+        scores: Any,
+        per_output: list[int] | None,
+        hits: list[tuple[str, int, float]],
+    ) -> tuple[int, int, int]:
+        """One detector's (passed, fails, nones); its hits appended, `per_output` updated."""
+        threshold = self.threshold_of_test
+        test = self.test
+        passed = fails = nones = 0
+        for idx, score in enumerate(scores):
+            if per_output is not None and idx == len(per_output):
+                per_output.append(-1)
+            if score is None:
+                nones += 1
+            elif (score < threshold) if threshold is not None else test(float(score)):
+                passed += 1
+                if per_output is not None and per_output[idx] < 0:
+                    per_output[idx] = 0
+            else:
+                fails += 1
+                if per_output is not None:
+                    per_output[idx] = 1
+                hits.append((detector, idx, float(score)))
+        return passed, fails, nones
 
     def probe_detector(self) -> list[dict[str, Any]]:
         """The eval rows' counts and interval fields, worst attack-success rate first."""
