@@ -5,6 +5,7 @@ in their fields, read as redjury JSONL and as a garak report."""
 
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 from pathlib import Path
@@ -18,6 +19,8 @@ from redjury.inputs import (
     GARAK_ROW_FIELDS,
     InputSet,
     _json_object,
+    _read_lines,
+    _scan_lines,
     check_inputs,
     garak_json_object,
 )
@@ -137,3 +140,28 @@ def test_a_garak_line_reads_as_the_full_parse_reads_it(line: bytes) -> None:
     else:
         assert fast_problem is None and fast is not None
         assert _as_orjson_reads(fast) == {k: v for k, v in full.items() if k in GARAK_ROW_FIELDS}
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(
+            shaped(GARAK_BASE, ["uuid", "seq", "status", "notes"]),
+            st.binary(max_size=80),
+            st.sampled_from([b'{"entry_type": "attempt", "uuid": "u", "seq": 1\n', b"\n", b""]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_the_mapped_pre_scan_sees_the_lines_a_line_by_line_read_sees(
+    lines: list[bytes], final_newline: bool
+) -> None:
+    data = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    read = [(h and h.groups(), b"" if h else raw) for h, raw in _read_lines(io.BytesIO(data))]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "report.jsonl"
+        path.write_bytes(data)
+        scanned = [(h and h.groups(), raw) for h, raw in _scan_lines(path)]
+    assert scanned == read
