@@ -867,9 +867,25 @@ class _Emitter:
             tallies.tally.merge(counted[0])
             tallies.digest.merge(counted[1])
 
-    def _scored(self) -> None:
-        self.run.scored += 1
-        self.unflushed += 1
+    def scored_block(
+        self,
+        report_lines: memoryview,
+        hit_lines: memoryview,
+        rows: int,
+        counted: tuple[RunTally, DigestBuilder],
+    ) -> None:
+        """`rows` rows scored in a worker process as one block of report lines and one of
+        their hitlog lines, with the worker's tallies of exactly these rows."""
+        self.output.report.write_block(report_lines)
+        if hit_lines:
+            self.output.hitlog.write_block(hit_lines)
+        self.tallies.tally.merge(counted[0])
+        self.tallies.digest.merge(counted[1])
+        self._scored(rows)
+
+    def _scored(self, rows: int = 1) -> None:
+        self.run.scored += rows
+        self.unflushed += rows
         if self.unflushed >= self.window:
             self.flush()
 

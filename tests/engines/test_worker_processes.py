@@ -116,6 +116,21 @@ def test_messy_redjury_input_gives_the_single_process_report(tmp_path: Path) -> 
     assert (one.attempts_scored, one.input_errors) == (two.attempts_scored, two.input_errors)
 
 
+@pytest.mark.parametrize("slot_bytes", [1, 2500])
+def test_lines_too_long_for_the_shared_slot_come_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slot_bytes: int
+) -> None:
+    # A slot smaller than every chunk's lines, or than some: those chunks send them through
+    # the pool, the others through the shared memory, and the files are the same.
+    monkeypatch.setattr(processes, "SLOT_BYTES", slot_bytes)
+    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(200))
+    one = go([src], tmp_path / "one", 1, skip_bad_lines=True)
+    two = go([src], tmp_path / "two", 2, skip_bad_lines=True)
+    assert workers_of(tmp_path / "two") == 2
+    assert comparable(tmp_path / "one") == comparable(tmp_path / "two")
+    assert one.attempts_scored == two.attempts_scored
+
+
 def test_hostile_bytes_give_the_single_process_report(tmp_path: Path) -> None:
     # A byte-order mark, CRLF and lone CR line ends, invalid UTF-8, NULs and lines longer
     # than a chunk: the workers cut the file into byte ranges, so each must land as it does

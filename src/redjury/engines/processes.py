@@ -7,6 +7,9 @@ ends) while this process keeps everything that depends on order: the input gate
 (duplicate ids, resumed ids, bad lines), the report and the hitlog in input order, and the
 tallies. A worker sends back, per record, the attempt id or the line's error, the report
 row as a JSON line and its hitlog lines, so the files are the ones a single process writes.
+The lines go through memory this process shares with the workers (a slot per chunk in
+flight), not through the pool's pipe: that saves pickling tens of megabytes and copying them
+twice more on the way, and a chunk whose every row is admitted is written in two calls.
 
 Used only where that holds without the workers talking to each other: built-in detectors
 that need no event loop (judges and custom plugins stay in one process: they may keep
@@ -17,8 +20,10 @@ a platform that forks, and input large enough to pay for the workers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
+import mmap
 import multiprocessing
 import os
 import signal
@@ -53,21 +58,34 @@ CHUNK_BYTES = 1 << 20
 AHEAD_PER_WORKER = 2
 # Workers when the run does not say (`RunOptions.workers`).
 MAX_AUTO_WORKERS = 8
+# Room for one chunk's report and hitlog lines in the memory shared with the workers (about
+# as many bytes as the chunk's input as a rule); lines that do not fit come through the pool.
+SLOT_BYTES = 16 << 20
 
 # One record, its line numbered from the chunk's first: the line, the attempt id (None for a
-# bad line), the line's error, the report row as a JSON line and its hitlog lines (None and
-# b"" where the attempt was not scored: a bad line, or judged before).
-Record = tuple[int, str | None, LineError | None, bytes | None, bytes]
+# bad line), the line's error, and the lengths of its report line and of its hitlog lines
+# (-1 and 0 where the attempt was not scored: a bad line, or judged before).
+Record = tuple[int, str | None, LineError | None, int, int]
 
 
 @dataclass
 class ChunkResult:
-    """A worker's answer for one chunk: its records, and the tallies of every scored row."""
+    """A worker's answer for one chunk: its records, and the tallies of every scored row.
+
+    The scored rows' report lines, in order, then their hitlog lines, are in the chunk's
+    slot of the shared memory, or in `data` when they did not fit."""
 
     lines: int
     records: list[Record]
     tally: RunTally
     digest: DigestBuilder
+    rows_length: int = 0
+    data: bytes | None = None
+
+    def lines_view(self, shared: mmap.mmap, slot: int) -> memoryview:
+        if self.data is not None:
+            return memoryview(self.data)
+        return memoryview(shared)[slot * SLOT_BYTES : (slot + 1) * SLOT_BYTES]
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,7 @@ class _Job:
     header: dict[str, Any]
     build_hit: HitlogBuilder
     done: set[int]
+    shared: mmap.mmap
 
 
 _JOB: _Job | None = None
@@ -156,8 +175,8 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def score_chunk(chunk: Chunk) -> ChunkResult:
-    """A worker's task: the chunk's records, scored and tallied."""
+def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
+    """A worker's task: the chunk's records, scored and tallied; their lines in `slot`."""
     job = _JOB
     assert job is not None, "score_chunk runs in a worker forked by score_in_workers"
     with open(chunk.name, "rb") as fh:
@@ -169,7 +188,9 @@ def score_chunk(chunk: Chunk) -> ChunkResult:
         RunTally(job.evaluator),
         DigestBuilder(job.header),
     )
-    _score_records(job, _chunk_records(job, chunk, data), result)
+    lines = _score_records(job, _chunk_records(job, chunk, data), result)
+    result.rows_length = sum(n for *_, n, _ in result.records if n > 0)
+    result.data = _store(job.shared, slot, lines)
     return result
 
 
@@ -180,15 +201,16 @@ def _chunk_records(job: _Job, chunk: Chunk, data: bytes) -> Iterator[InputRecord
     return redjury_line_records(chunk.name, lines)
 
 
-def _score_records(job: _Job, records: Iterator[InputRecord], result: ChunkResult) -> None:
+def _score_records(job: _Job, records: Iterator[InputRecord], result: ChunkResult) -> list[bytes]:
     """Each record into `result`; the attempts not judged before are scored together and
-    tallied as `RunTallies` does (hitlog lines by the tally's own rule)."""
+    tallied as `RunTallies` does (hitlog lines by the tally's own rule). Returns the report
+    lines of the scored rows, then their hitlog lines."""
     out = result.records
     todo: list[int] = []
     attempts = []
     for rec in records:
         attempt = rec.attempt
-        out.append((rec.line, None if attempt is None else attempt.id, rec.error, None, b""))
+        out.append((rec.line, None if attempt is None else attempt.id, rec.error, -1, 0))
         if attempt is not None and rec.error is None and hash(attempt.id) not in job.done:
             todo.append(len(out) - 1)
             attempts.append(attempt)
@@ -198,12 +220,31 @@ def _score_records(job: _Job, records: Iterator[InputRecord], result: ChunkResul
     def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
         hits.append(build.line(row, detector, idx, score))
 
+    report_lines: list[bytes] = []
+    hit_lines: list[bytes] = []
     for index, row in zip(todo, job.scorer.score_window(attempts), strict=True):
         result.tally.add(row, on_hit)
         result.digest.add_attempt(row)
         line, attempt_id, _, _, _ = out[index]
-        out[index] = (line, attempt_id, None, row_line(row), b"".join(hits))
+        report_line = row_line(row)
+        report_lines.append(report_line)
+        hit_lines.extend(hits)
+        out[index] = (line, attempt_id, None, len(report_line), sum(map(len, hits)))
         hits.clear()
+    report_lines.extend(hit_lines)
+    return report_lines
+
+
+def _store(shared: mmap.mmap, slot: int, lines: list[bytes]) -> bytes | None:
+    """The lines into the slot (None), or joined when they do not fit in it."""
+    if sum(map(len, lines)) > SLOT_BYTES:
+        return b"".join(lines)
+    at = slot * SLOT_BYTES
+    for line in lines:
+        end = at + len(line)
+        shared[at:end] = line
+        at = end
+    return None
 
 
 # -- this process ----------------------------------------------------------------------------
@@ -215,33 +256,52 @@ def score_in_workers(
     """Read and score `run.inputs` in `workers` forked processes; gate, write and tally here."""
     global _JOB
     tallies = emit.tallies
-    _JOB = _Job(run.inputs, scorer, run.evaluator, header, tallies.build_hit, gate.done)
+    # Anonymous and shared: the forked workers write into the same pages this process reads.
+    shared = mmap.mmap(-1, SLOT_BYTES * AHEAD_PER_WORKER * workers)
+    _JOB = _Job(run.inputs, scorer, run.evaluator, header, tallies.build_hit, gate.done, shared)
     context = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
     try:
-        for chunk, base, result in _in_order(pool, _all_chunks(run.inputs), workers):
-            _take(chunk, base, result, gate, emit)
+        for chunk, base, slot, result in _in_order(pool, _all_chunks(run.inputs), workers):
+            with result.lines_view(shared, slot) as lines:
+                _take(chunk, base, result, lines, gate, emit)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _JOB = None
+        # A view still held by an exception's traceback keeps it open; it goes with the view.
+        with contextlib.suppress(BufferError):
+            shared.close()
     emit.flush()
 
 
-def _take(chunk: Chunk, base: int, result: ChunkResult, gate: Any, emit: Any) -> None:
-    """A chunk's records through the gate, in order. Its rows are written as they are
-    admitted; the worker's tallies count them all at once when every scored row was
-    admitted (as a rule), each admitted row is counted on its own otherwise."""
-    admitted: list[tuple[bytes, bytes]] = []
-    rejected = False
-    for line, attempt_id, err, row, hits in result.records:
+def _take(
+    chunk: Chunk, base: int, result: ChunkResult, lines: memoryview, gate: Any, emit: Any
+) -> None:
+    """A chunk's records through the gate, in order (error rows are written as they come).
+    When every scored row is admitted (as a rule) its lines are written as the worker laid
+    them out and the worker's tallies count them all at once; otherwise each admitted row
+    is written and counted on its own."""
+    spans: list[tuple[int, int, int, int]] = []  # admitted: report line, then hitlog lines
+    scored = at = 0
+    hits_at = result.rows_length
+    for line, attempt_id, err, length, hits_length in result.records:
         if err is not None:
             err = dataclasses.replace(err, line=err.line + base)
         if gate.admit(chunk.name, line + base, attempt_id, err, emit.input_error):
-            assert row is not None
-            admitted.append((row, hits))
-        elif row is not None:
-            rejected = True
-    emit.scored_rows(admitted, None if rejected else (result.tally, result.digest))
+            assert length > 0, "the gate admits only attempts the worker scored"
+            spans.append((at, length, hits_at, hits_length))
+        if length > 0:
+            scored += 1
+            at += length
+            hits_at += hits_length
+    if len(spans) == scored:
+        emit.scored_block(
+            lines[:at], lines[result.rows_length : hits_at], scored, (result.tally, result.digest)
+        )
+    else:
+        # Copied out: the slot takes a later chunk's lines once this one is taken.
+        rows = [(bytes(lines[a : a + n]), bytes(lines[h : h + m])) for a, n, h, m in spans]
+        emit.scored_rows(rows, None)
 
 
 def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
@@ -251,23 +311,26 @@ def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
 
 def _in_order(
     pool: ProcessPoolExecutor, chunks: Iterator[Chunk], workers: int
-) -> Iterator[tuple[Chunk, int, ChunkResult]]:
-    """Each chunk's result in input order, with the number of the file's lines before it;
-    at most `AHEAD_PER_WORKER` chunks per worker are out at once."""
-    pending: deque[tuple[Chunk, Future[ChunkResult]]] = deque()
+) -> Iterator[tuple[Chunk, int, int, ChunkResult]]:
+    """Each chunk's result in input order, with the number of the file's lines before it and
+    its slot in the shared memory; at most `AHEAD_PER_WORKER` chunks per worker are out at
+    once, so a slot is handed out again only after its last chunk was taken."""
+    slots = AHEAD_PER_WORKER * workers
+    pending: deque[tuple[Chunk, int, Future[ChunkResult]]] = deque()
     base: dict[str, int] = {}
 
-    def ready() -> tuple[Chunk, int, ChunkResult]:
-        chunk, future = pending.popleft()
+    def ready() -> tuple[Chunk, int, int, ChunkResult]:
+        chunk, slot, future = pending.popleft()
         result = future.result()
         # A file's first chunk starts at line 1 (a file given twice is read twice).
         before = base.get(chunk.name, 0) if chunk.start else 0
         base[chunk.name] = before + result.lines
-        return chunk, before, result
+        return chunk, before, slot, result
 
-    for chunk in chunks:
-        pending.append((chunk, pool.submit(score_chunk, chunk)))
-        if len(pending) >= AHEAD_PER_WORKER * workers:
+    for number, chunk in enumerate(chunks):
+        slot = number % slots
+        pending.append((chunk, slot, pool.submit(score_chunk, chunk, slot)))
+        if len(pending) >= slots:
             yield ready()
     while pending:
         yield ready()

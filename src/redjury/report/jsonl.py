@@ -83,6 +83,13 @@ class JsonlWriter:
             if self._pending >= self._flush_every:
                 self.flush()
 
+    def write_block(self, lines: memoryview) -> None:
+        """Append many already-serialised JSONL lines at once, written before this returns
+        (the buffer may be reused as soon as it does)."""
+        if self._lines:
+            self._write_batch()
+        self._fh.write(lines)
+
     def _write_batch(self) -> None:
         # Taken off the list before the write: a Ctrl-C between the two loses the batch
         # (a resume judges it again) rather than have the closing flush write it twice.
@@ -124,6 +131,9 @@ class MemoryWriter:
     def write_line(self, line: bytes) -> None:
         """Append the rows of one or more JSONL lines (each ending with a newline)."""
         self.rows.extend(orjson.loads(one) for one in line.splitlines())
+
+    def write_block(self, lines: memoryview) -> None:
+        self.write_line(bytes(lines))
 
     def write(self, row: dict[str, Any]) -> None:
         # The row as a file would give it back (string keys, JSON types), not shared with
