@@ -6,7 +6,6 @@ Everything the command line does goes through these functions; `redjury run` is
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -225,6 +224,8 @@ async def aevaluate(
     from redjury.pipeline import Run, run
 
     if engine != "local":  # the engine drives its own cluster: keep this loop free meanwhile
+        import asyncio  # here: runs without judges never need it
+
         result = await asyncio.to_thread(run, options)
     else:
         result = await Run(options).aexecute()
@@ -443,6 +444,8 @@ async def adetect(
     """
     attempt = _reply_attempt(reply, {"goal": goal, **fields})
     dets = _detectors(detectors)
+    import asyncio
+
     results = await asyncio.gather(*(d.adetect(attempt) for d in dets))
     return Detections(
         {d.name: Detection.of(d.name, r[0]) for d, r in zip(dets, results, strict=True)}
@@ -478,6 +481,8 @@ def audit(
     row to `out/redjury.report.jsonl`. Raises `AuditError` when it cannot run (no dataset
     offline, no judges).
     """
+    import asyncio
+
     from redjury.audit.command import aaudit, audit_rows
     from redjury.report.jsonl import JsonlWriter
 

@@ -8,7 +8,6 @@ the Python API compose the same parts.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import gc
 import hashlib
@@ -23,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
@@ -55,6 +54,9 @@ from redjury.report.jsonl import (
 )
 from redjury.report.terminal import TerminalPrinter
 from redjury.rows import AttemptScorer, is_async
+
+if TYPE_CHECKING:
+    import asyncio
 
 # Container allocations between young-generation collections during a run (default 700).
 RUN_GC_THRESHOLD = 50_000
@@ -420,6 +422,8 @@ class _Completions:
     """
 
     def __init__(self, emit: Callable[[dict[str, Any]], None], limit: int) -> None:
+        import asyncio  # imported by the judged runs alone
+
         self.emit = emit
         self.limit = limit
         self.tasks: set[asyncio.Future[dict[str, Any]]] = set()
@@ -427,6 +431,8 @@ class _Completions:
         self.wake = asyncio.Event()
 
     def start(self, coro: Any) -> None:
+        import asyncio
+
         task = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self._finished)
@@ -674,6 +680,8 @@ class Run:
         detectors = build_detectors(self.options)
         try:
             if self._needs_loop(detectors):
+                import asyncio  # here: a run without judges never needs it (a 50 ms import)
+
                 return asyncio.run(self._execute_async(detectors))
             return self._execute_sync(detectors)
         except KeyboardInterrupt:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from redjury.attempts import Attempt
@@ -61,6 +60,8 @@ class AttemptScorer:
             # The usual case (the judge panel alone): gather would run it in a task of its own.
             results = [await async_[0].adetect(attempt)]
         else:
+            import asyncio  # here: a run without judges never needs it (nor its 50 ms import)
+
             results = await asyncio.gather(*(d.adetect(attempt) for d in async_))
         findings: dict[str, list[Finding]] = {d.name: d.detect(attempt) for d in self.sync}
         for det, found in zip(async_, results, strict=True):
