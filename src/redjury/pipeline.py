@@ -856,24 +856,18 @@ class _Emitter:
         self.tallies.add(row)
         self._scored()
 
-    def scored_rows(
-        self, rows: list[tuple[bytes, bytes]], counted: tuple[RunTally, DigestBuilder] | None
-    ) -> None:
-        """Rows scored in a worker process: each report line with its hitlog lines, and
-        the worker's tallies of exactly these rows (None: count each row here)."""
+    def scored_rows(self, rows: list[tuple[bytes, bytes]]) -> None:
+        """Some of a chunk's rows scored in a worker process (the gate left others out):
+        each report line with its hitlog lines, counted here one by one."""
         report, hitlog, tallies = self.output.report, self.output.hitlog, self.tallies
         for line, hits in rows:
             report.write_line(line)
             if hits:
                 hitlog.write_line(hits)
-            if counted is None:
-                row = orjson.loads(line)
-                tallies.tally.add(row)
-                tallies.digest.add_attempt(row)
+            row = orjson.loads(line)
+            tallies.tally.add(row)
+            tallies.digest.add_attempt(row)
             self._scored()
-        if counted is not None:
-            tallies.tally.merge(counted[0])
-            tallies.digest.merge(counted[1])
 
     def scored_block(
         self,

@@ -188,9 +188,9 @@ def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
         RunTally(job.evaluator),
         DigestBuilder(job.header),
     )
-    lines = _score_records(job, _chunk_records(job, chunk, data), result)
-    result.rows_length = sum(n for *_, n, _ in result.records if n > 0)
-    result.data = _store(job.shared, slot, lines)
+    report_lines, hit_lines = _score_records(job, _chunk_records(job, chunk, data), result)
+    result.rows_length = sum(map(len, report_lines))
+    result.data = _store(job.shared, slot, report_lines + hit_lines)
     return result
 
 
@@ -201,10 +201,12 @@ def _chunk_records(job: _Job, chunk: Chunk, data: bytes) -> Iterator[InputRecord
     return redjury_line_records(chunk.name, lines)
 
 
-def _score_records(job: _Job, records: Iterator[InputRecord], result: ChunkResult) -> list[bytes]:
+def _score_records(
+    job: _Job, records: Iterator[InputRecord], result: ChunkResult
+) -> tuple[list[bytes], list[bytes]]:
     """Each record into `result`; the attempts not judged before are scored together and
-    tallied as `RunTallies` does (hitlog lines by the tally's own rule). Returns the report
-    lines of the scored rows, then their hitlog lines."""
+    tallied as `RunTallies` does (hitlog lines by the tally's own rule). Returns the scored
+    rows' report lines and their hitlog lines."""
     out = result.records
     todo: list[int] = []
     attempts = []
@@ -231,8 +233,7 @@ def _score_records(job: _Job, records: Iterator[InputRecord], result: ChunkResul
         hit_lines.extend(hits)
         out[index] = (line, attempt_id, None, len(report_line), sum(map(len, hits)))
         hits.clear()
-    report_lines.extend(hit_lines)
-    return report_lines
+    return report_lines, hit_lines
 
 
 def _store(shared: mmap.mmap, slot: int, lines: list[bytes]) -> bytes | None:
@@ -301,7 +302,7 @@ def _take(
     else:
         # Copied out: the slot takes a later chunk's lines once this one is taken.
         rows = [(bytes(lines[a : a + n]), bytes(lines[h : h + m])) for a, n, h, m in spans]
-        emit.scored_rows(rows, None)
+        emit.scored_rows(rows)
 
 
 def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
