@@ -13,8 +13,7 @@ import orjson
 
 from redjury.evaluators import Evaluator, ThresholdEvaluator, load_evaluator
 from redjury.judges.abstentions import CAUSES, abstention_cause
-from redjury.stats import CISettings, confidence_fields
-from redjury.stats.small_sample import small_sample_fields
+from redjury.stats.settings import CISettings
 
 # Eval-row fields copied into the digest beside the counts.
 _EVAL_EXTRAS = (
@@ -85,6 +84,10 @@ def counts_entry(
         "asr": asr(fails, n),
     }
     if settings is not None and n:
+        # Imported here: numpy loads when the first interval is computed, after the run.
+        from redjury.stats.intervals import confidence_fields
+        from redjury.stats.small_sample import small_sample_fields
+
         ci = confidence_fields(fails, n, settings)
         if ci:
             out["confidence_method"] = ci["confidence_method"]

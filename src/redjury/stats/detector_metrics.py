@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from redjury.stats.intervals import Correction
+from redjury.stats.settings import Correction
 
 logger = logging.getLogger(__name__)
 

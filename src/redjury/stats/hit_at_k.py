@@ -4,20 +4,26 @@ averaged over prompts (the pass@k estimator of Chen et al. 2021, as garak 0.17 r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    IntArray = npt.NDArray[np.int64]
+
+# numpy is imported where it is used: `redjury.stats` binds `hit_at_k` when it is imported,
+# and that must not load numpy (see the package's docstring).
 
 #: Key of the k = n bucket when prompts have different numbers of scoreable outputs.
 AUTO_K = "n"
-
-IntArray = npt.NDArray[np.int64]
 
 
 def _counts(
     per_prompt: Sequence[tuple[int, int]] | tuple[npt.NDArray[Any], npt.NDArray[Any]],
 ) -> tuple[IntArray, IntArray]:
+    import numpy as np
+
     # Only numpy arrays mark the (n, c) columns form: a tuple of two (n, c) tuples is two prompts.
     if (
         isinstance(per_prompt, tuple)
@@ -42,6 +48,8 @@ def hit_at_k_per_prompt(n: IntArray, c: IntArray, k: int) -> npt.NDArray[np.floa
     Evaluated as 1 − Π_{j=0}^{k−1} (n − c − j) / (n − j), with a factor ≤ 0 meaning every
     k-subset holds a hit (estimate 1); the product avoids huge binomial coefficients.
     """
+    import numpy as np
+
     ratio = np.ones(n.shape, dtype=np.float64)
     for j in range(k):
         ratio *= np.clip((n - c - j) / (n - j), 0.0, None)

@@ -19,12 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from redjury.stats.intervals import (
-    CISettings,
-    Correction,
-    clopper_pearson_interval,
-    corrected_bounds,
-)
+from redjury.stats.settings import CISettings, Correction
 
 SMALL_SAMPLE_METHOD = "clopper_pearson"
 
@@ -42,6 +37,9 @@ def small_sample_fields(
     the minimum sample size), or {} when the method is `none` or nothing was evaluated."""
     if settings.method == "none" or n <= 0 or not 0 <= fails <= n:
         return {}
+    # Here, not at the top: the reports import `shown_interval` and must not pull in numpy.
+    from redjury.stats.intervals import clopper_pearson_interval, corrected_bounds
+
     raw_lo, raw_hi = clopper_pearson_interval(fails, n, settings.level)
     lo, hi = corrected_bounds(
         raw_lo, raw_hi, correction, settings.level, settings.propagate_detector_uncertainty
