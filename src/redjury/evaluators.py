@@ -79,6 +79,8 @@ def load_evaluator(kind: str, threshold: float = 0.5) -> Evaluator:
 
 # Failing outputs kept per probe × detector for `-v` and reports; the hitlog has them all.
 FIRST_HITS = 20
+# Hitlog line endings (generator, probe, detector, generations) a builder keeps.
+_TAILS_KEPT = 256
 
 
 @dataclass(slots=True)
@@ -353,7 +355,6 @@ class HitlogBuilder:
         "_base",
         "_line_row",
         "_parts",
-        "_gpp",
         "_tails",
     )
 
@@ -365,16 +366,15 @@ class HitlogBuilder:
         self._row: dict[str, Any] | None = None
         self._base: tuple[Any, ...] = ()
         self._line_row: dict[str, Any] | None = None
-        self._parts: tuple[bytes, bytes, bytes, bytes, list[Any], Any] = (
+        self._parts: tuple[bytes, bytes, bytes, tuple[Any, Any, Any], list[Any], Any] = (
             b"",
             b"",
             b"",
-            b"",
+            (None, None, None),
             [],
             False,
         )
-        self._gpp = b""
-        self._tails: dict[str, bytes] = {}
+        self._tails: dict[tuple[tuple[Any, Any, Any], str], bytes] = {}
 
     def _fields(self, row: dict[str, Any]) -> tuple[Any, ...]:
         if row is not self._row:
@@ -430,43 +430,58 @@ class HitlogBuilder:
 
     def _splice(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
         if row is not self._line_row:
-            (
-                goal,
-                prompt,
-                triggers,
-                run_id,
-                attempt_id,
-                seq,
-                generator,
-                probe,
-                gpp,
-                outputs,
-                fields,
-            ) = self._fields(row)
-            # Each group of fields serialised as one object, its braces cut off.
-            self._parts = (
-                orjson.dumps({"goal": goal, "prompt": prompt})[:-1] + b',"output":',
-                b',"triggers":' + orjson.dumps(triggers) + b',"score":',
-                b","
-                + orjson.dumps({"run_id": run_id, "attempt_id": attempt_id, "attempt_seq": seq})[
-                    1:-1
-                ]
-                + b',"attempt_idx":',
-                b"," + orjson.dumps({"generator": generator, "probe": probe})[1:-1],
-                outputs,
-                fields,
-            )
-            self._gpp = b',"generations_per_prompt":' + orjson.dumps(gpp) + b"}\n"
-            self._tails = {}
-            self._line_row = row
+            self._start_line(row)
         head, mid, ids, names, outputs, fields = self._parts
-        tail = self._tails.get(detector)
+        tail = self._tails.get((names, detector))
         if tail is None:
-            tail = names + b',"detector":' + orjson.dumps(detector) + self._gpp
-            self._tails[detector] = tail
+            tail = self._tail(names, detector)
         text = outputs[idx] if idx < len(outputs) else None
-        output = orjson.dumps(_hit_output(text, idx, fields))
+        output = orjson.dumps({"text": text} if fields is False else _hit_output(text, idx, fields))
         return b"".join((head, output, mid, orjson.dumps(score), ids, b"%d" % idx, tail))
+
+    def _start_line(self, row: dict[str, Any]) -> None:
+        """Serialise the fields every hit of this row shares, each group with its keys."""
+        notes = row.get("notes")
+        outputs = row.get("outputs") or []
+        # A garak report's prompt, Message fields and uuid as garak wrote them.
+        source = row.get("source_record") or {}
+        prompt = source["prompt"] if "prompt" in source else _one_turn(row.get("prompt"))
+        dumps = orjson.dumps
+        ids = {
+            "run_id": row.get("run_id"),
+            "attempt_id": source.get("uuid", row.get("id")),
+            "attempt_seq": row.get("seq"),
+        }
+        triggers = notes.get("triggers") if isinstance(notes, dict) else None
+        # The last group rarely changes from row to row: its lines are kept in `_tails`.
+        names = (
+            row.get("generator") or self.generator,
+            row.get("probe"),
+            self.generations_per_prompt or len(outputs),
+        )
+        self._parts = (
+            dumps({"goal": row.get("goal"), "prompt": prompt})[:-1] + b',"output":',
+            b',"triggers":' + dumps(triggers) + b',"score":',
+            b"," + dumps(ids)[1:-1] + b',"attempt_idx":',
+            names,
+            outputs,
+            source.get("outputs") if "outputs" in source else False,
+        )
+        self._line_row = row
+
+    def _tail(self, names: tuple[Any, Any, Any], detector: str) -> bytes:
+        generator, probe, gpp = names
+        tail = (
+            b","
+            + orjson.dumps({"generator": generator, "probe": probe, "detector": detector})[1:-1]
+            + b',"generations_per_prompt":'
+            + orjson.dumps(gpp)
+            + b"}\n"
+        )
+        if len(self._tails) >= _TAILS_KEPT:
+            self._tails.clear()
+        self._tails[(names, detector)] = tail
+        return tail
 
 
 def hitlog_row(
