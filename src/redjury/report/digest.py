@@ -217,22 +217,26 @@ class DigestBuilder:
     def add_eval(self, row: dict[str, Any]) -> None:
         self.evals.append(row)
 
-    def add_attempt(self, row: dict[str, Any]) -> list[tuple[str, int, float]]:
-        """Count one attempt row; return its hits as (detector, output index, score)."""
+    def add_attempt(
+        self, row: dict[str, Any], hits: list[tuple[str, int, float]] | None = None
+    ) -> None:
+        """Count one attempt row; its hits, as (detector, output index, score), are appended
+        to `hits` when a list is given (the run's own tally lists them already)."""
         self.attempts += 1
         outputs = row.get("outputs") or []
         self.outputs += len(outputs)
-        hits: list[tuple[str, int, float]] = []
         results = row.get("detector_results")
         if results:
             self._add_scores(row, results, hits)
         for detail in (row.get("details") or {}).get("judge_panel") or ():
             if isinstance(detail, dict):
                 self.judges.add(detail)
-        return hits
 
     def _add_scores(
-        self, row: dict[str, Any], results: dict[str, Any], hits: list[tuple[str, int, float]]
+        self,
+        row: dict[str, Any],
+        results: dict[str, Any],
+        hits: list[tuple[str, int, float]] | None,
     ) -> None:
         keys = [
             (name, value if type(value) is str else str(value))
@@ -269,7 +273,7 @@ class DigestBuilder:
         detector: str,
         scores: Any,
         per_output: list[int] | None,
-        hits: list[tuple[str, int, float]],
+        hits: list[tuple[str, int, float]] | None,
     ) -> tuple[int, int, int]:
         """One detector's (passed, fails, nones); its hits appended, `per_output` updated."""
         threshold = self.threshold_of_test
@@ -288,7 +292,8 @@ class DigestBuilder:
                 fails += 1
                 if per_output is not None:
                     per_output[idx] = 1
-                hits.append((detector, idx, float(score)))
+                if hits is not None:
+                    hits.append((detector, idx, float(score)))
         return passed, fails, nones
 
     def probe_detector(self) -> list[dict[str, Any]]:
@@ -451,7 +456,8 @@ def load_report(out_dir: Path, hit_limit: int = HIT_LIMIT) -> ReportData:
         if kind == "eval":
             builder.add_eval(row)
         elif kind == "attempt":
-            found = builder.add_attempt(row)
+            found: list[tuple[str, int, float]] = []
+            builder.add_attempt(row, found)
             if not found:
                 continue
             hits_total += len(found)
