@@ -218,6 +218,40 @@ def test_jsonl_writer_batches_lines_but_a_flush_makes_them_all_durable(tmp_path)
     assert path.read_bytes().endswith(b'{"i":601}\n')
 
 
+def test_jsonl_writer_syncs_early_and_close_still_writes_and_syncs_the_rest(
+    tmp_path, monkeypatch
+) -> None:
+    """`sync_soon` fsyncs what is written so far in a thread; rows written after it are
+    kept, and `close` waits for that thread before its own fsync of the whole file."""
+    import os
+    import threading
+
+    from redjury.report import jsonl
+    from redjury.report.jsonl import JsonlWriter
+
+    synced: list[tuple[str, int]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((threading.current_thread().name, os.fstat(fd).st_size))
+        real_fsync(fd)
+
+    monkeypatch.setattr(jsonl.os, "fsync", fsync)
+    path = tmp_path / "r.jsonl"
+    writer = JsonlWriter(path, "w", flush_every=0)
+    for i in range(300):
+        writer.write_line(b'{"i":%d}\n' % i)
+    size_before = len(b"".join(b'{"i":%d}\n' % i for i in range(300)))
+    writer.sync_soon()
+    writer.sync_soon()  # a second call while the first is out starts nothing
+    writer.write({"i": 300})
+    writer.close()
+    assert path.read_bytes().splitlines()[-1] == b'{"i":300}'
+    assert synced[0] == ("redjury-fsync", size_before)
+    assert synced[1] == (threading.current_thread().name, path.stat().st_size)
+    assert len(synced) == 2
+
+
 def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
     from redjury.evaluators import HitlogBuilder
     from redjury.report.jsonl import dumps_line

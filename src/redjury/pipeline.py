@@ -246,6 +246,11 @@ class RunOutput:
         self.report.flush()
         self.hitlog.flush()
 
+    def sync_soon(self) -> None:
+        """Start syncing both files while the run goes on (see `JsonlWriter.sync_soon`)."""
+        self.hitlog.sync_soon()
+        self.report.sync_soon()
+
     def close(self) -> None:
         self.hitlog.close()
         self.report.close()
@@ -637,6 +642,9 @@ class Run:
     ) -> list[dict[str, Any]]:
         """Eval rows, probe summaries, digest and completion: written, then printed."""
         assert self.output is not None
+        # Every attempt row and hit is written: they reach the disk while the intervals are
+        # computed, and the closing fsync waits only for the rows below.
+        self.output.sync_soon()
         report = self.output.report
         seed = int(header.get("seed") or 0)
         eval_rows = []

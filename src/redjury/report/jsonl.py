@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -68,6 +69,7 @@ class JsonlWriter:
         self._pending = 0
         self._flush_every = flush_every
         self._lines: list[bytes] = []
+        self._syncing: threading.Thread | None = None
 
     def write(self, row: dict[str, Any]) -> None:
         self.write_line(row_line(row))
@@ -114,10 +116,26 @@ class JsonlWriter:
         self._fh.truncate(offset)
         self._fh.seek(offset)
 
+    def sync_soon(self) -> None:
+        """Start putting what is written so far on disk, in a thread, while this one goes on
+        (`os.fsync` lets go of the GIL). `close` waits for it, then syncs the rest: the
+        end of a run computes its intervals while most of its files reach the disk."""
+        if self._fh.closed or self._syncing is not None:
+            return
+        self.flush()
+        fd = self._fh.fileno()
+        self._syncing = threading.Thread(target=os.fsync, args=(fd,), name="redjury-fsync")
+        self._syncing.start()
+
     def close(self) -> None:
         if self._fh.closed:
             return
-        self.flush()
+        try:
+            self.flush()
+        finally:
+            if self._syncing is not None:
+                self._syncing.join()
+                self._syncing = None
         os.fsync(self._fh.fileno())
         self._fh.close()
 
@@ -134,6 +152,9 @@ class MemoryWriter:
 
     def write_block(self, lines: memoryview) -> None:
         self.write_line(bytes(lines))
+
+    def sync_soon(self) -> None:
+        """Nothing to put on disk."""
 
     def write(self, row: dict[str, Any]) -> None:
         # The row as a file would give it back (string keys, JSON types), not shared with
