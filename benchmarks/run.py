@@ -202,7 +202,36 @@ def measured(server: Server, fn):  # type: ignore[no-untyped-def]
 # -- cases --------------------------------------------------------------------------------
 def case_evaluation(sz: Sizes, runs: int, tmp: Path) -> tuple[list[Row], dict]:
     n = sz.eval_attempts
-    g_on, r_on, g_off, r_off = alternate(
+    # garak's report file of the same attempts, for the whole `redjury run` process.
+    report = tmp / "garak.report.jsonl"
+    garak("write-report", "--attempts", n, "--out", report)
+    cfg = tmp / "eval.yaml"
+    cfg.write_text(
+        f"detectors: []\nreporting:\n  seed: 42\n  bootstrap_num_iterations: {sz.iterations}\n"
+    )
+    exe = shutil.which("redjury", path=str(Path(sys.executable).parent)) or "redjury"
+    runs_made = iter(range(runs))
+
+    def whole_run() -> dict:
+        # Timed in the same rounds as garak's side, so both see the machine as it is then.
+        out = tmp / f"cli{next(runs_made)}"
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [exe, "run", str(report), "-c", str(cfg), "-o", str(out), "--no-colour"],
+            capture_output=True,
+            text=True,
+        )
+        seconds = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"redjury run failed: {proc.stderr[-2000:]}")
+        counts = None
+        for line in (out / "redjury.report.jsonl").open(encoding="utf-8"):
+            row = json.loads(line)
+            if row.get("entry_type") == "eval":
+                counts = {k: row[k] for k in ("passed", "fails", "nones")}
+        return {"seconds": seconds, "counts": counts}
+
+    g_on, r_on, g_off, r_off, r_cli = alternate(
         runs,
         lambda: garak(
             "evaluate", "--attempts", n, "--ci", "bootstrap", "--iterations", sz.iterations
@@ -212,6 +241,7 @@ def case_evaluation(sz: Sizes, runs: int, tmp: Path) -> tuple[list[Row], dict]:
         ),
         lambda: garak("evaluate", "--attempts", n, "--ci", "none"),
         lambda: redjury("evaluate", "--attempts", n, "--ci", "none"),
+        whole_run,
     )
     expected = data.expected_counts(data.scored_attempts(n))
     same = all(
@@ -220,32 +250,9 @@ def case_evaluation(sz: Sizes, runs: int, tmp: Path) -> tuple[list[Row], dict]:
         and r["hitlog_rows"] == g_on[0]["hitlog_rows"]
         for r in (*g_on, *r_on, *g_off, *r_off)
     )
-    # The whole `redjury run` process on garak's report file of the same attempts.
-    report = tmp / "garak.report.jsonl"
-    garak("write-report", "--attempts", n, "--out", report)
-    cfg = tmp / "eval.yaml"
-    cfg.write_text(
-        f"detectors: []\nreporting:\n  seed: 42\n  bootstrap_num_iterations: {sz.iterations}\n"
-    )
-    exe = shutil.which("redjury", path=str(Path(sys.executable).parent)) or "redjury"
-    cli_times = []
-    cli_counts = None
-    for i in range(runs):
-        out = tmp / f"cli{i}"
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [exe, "run", str(report), "-c", str(cfg), "-o", str(out), "--no-colour"],
-            capture_output=True,
-            text=True,
-        )
-        cli_times.append(time.perf_counter() - t0)
-        if proc.returncode != 0:
-            raise RuntimeError(f"redjury run failed: {proc.stderr[-2000:]}")
-        for line in (out / "redjury.report.jsonl").open(encoding="utf-8"):
-            row = json.loads(line)
-            if row.get("entry_type") == "eval":
-                cli_counts = {k: row[k] for k in ("passed", "fails", "nones")}
-    same_cli = cli_counts == expected
+    cli_times = [r["seconds"] for r in r_cli]
+    cli_counts = r_cli[-1]["counts"]
+    same_cli = all(r["counts"] == expected for r in r_cli)
     ratio_on = med(g_on) / med(r_on)
     ratio_off = med(g_off) / med(r_off)
     cli = statistics.median(cli_times)
