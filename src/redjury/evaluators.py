@@ -436,36 +436,24 @@ class HitlogBuilder:
         if tail is None:
             tail = self._tail(names, detector)
         text = outputs[idx] if idx < len(outputs) else None
-        output = orjson.dumps({"text": text} if fields is False else _hit_output(text, idx, fields))
+        output = orjson.dumps(_hit_output(text, idx, fields))
         return b"".join((head, output, mid, orjson.dumps(score), ids, b"%d" % idx, tail))
 
     def _start_line(self, row: dict[str, Any]) -> None:
         """Serialise the fields every hit of this row shares, each group with its keys."""
-        notes = row.get("notes")
-        outputs = row.get("outputs") or []
-        # A garak report's prompt, Message fields and uuid as garak wrote them.
-        source = row.get("source_record") or {}
-        prompt = source["prompt"] if "prompt" in source else _one_turn(row.get("prompt"))
-        dumps = orjson.dumps
-        ids = {
-            "run_id": row.get("run_id"),
-            "attempt_id": source.get("uuid", row.get("id")),
-            "attempt_seq": row.get("seq"),
-        }
-        triggers = notes.get("triggers") if isinstance(notes, dict) else None
-        # The last group rarely changes from row to row: its lines are kept in `_tails`.
-        names = (
-            row.get("generator") or self.generator,
-            row.get("probe"),
-            self.generations_per_prompt or len(outputs),
+        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs, fields = (
+            self._fields(row)
         )
+        dumps = orjson.dumps
+        ids = {"run_id": run_id, "attempt_id": attempt_id, "attempt_seq": seq}
         self._parts = (
-            dumps({"goal": row.get("goal"), "prompt": prompt})[:-1] + b',"output":',
+            dumps({"goal": goal, "prompt": prompt})[:-1] + b',"output":',
             b',"triggers":' + dumps(triggers) + b',"score":',
             b"," + dumps(ids)[1:-1] + b',"attempt_idx":',
-            names,
+            # The last group rarely changes from row to row: its lines are kept in `_tails`.
+            (generator, probe, gpp),
             outputs,
-            source.get("outputs") if "outputs" in source else False,
+            fields,
         )
         self._line_row = row
 
