@@ -124,10 +124,30 @@ def _as_orjson_reads(value: Any) -> Any:
     return value
 
 
+def _broken_utf8(line: bytes, cut: int) -> bytes:
+    """The line with a byte that UTF-8 never has (or the start of a character cut short)
+    put inside its last string: what a tool that cut text by bytes writes."""
+    end = line.rfind(b'"')
+    start = line.rfind(b'"', 0, end)
+    if start < 0:
+        return line
+    at = start + 1 + cut % (end - start)
+    return line[:at] + (b"\xff", b"\xe2\x80", b"\xed\xa0\x80")[cut % 3] + line[at:]
+
+
+GARAK_LINES = shaped(GARAK_BASE, [*GARAK_ROW_FIELDS, *SKIPPED_GARAK_KEYS])
+# garak writes its rows with `ensure_ascii=False`: replies in other scripts, unescaped.
+GARAK_UNESCAPED = st.dictionaries(
+    st.sampled_from([*GARAK_ROW_FIELDS, *SKIPPED_GARAK_KEYS]), json_values, max_size=4
+).map(lambda c: json.dumps({**GARAK_BASE, **c}, ensure_ascii=False).encode())
+
+
 @SETTINGS
 @given(
     st.one_of(
-        shaped(GARAK_BASE, [*GARAK_ROW_FIELDS, *SKIPPED_GARAK_KEYS]),
+        GARAK_LINES,
+        GARAK_UNESCAPED,
+        st.tuples(GARAK_UNESCAPED, st.integers(0, 999)).map(lambda t: _broken_utf8(*t)),
         st.binary(max_size=80),
         json_values.map(lambda v: json.dumps(v).encode()),
     )
@@ -140,6 +160,18 @@ def test_a_garak_line_reads_as_the_full_parse_reads_it(line: bytes) -> None:
     else:
         assert fast_problem is None and fast is not None
         assert _as_orjson_reads(fast) == {k: v for k, v in full.items() if k in GARAK_ROW_FIELDS}
+
+
+def test_a_garak_line_not_utf8_where_redjury_does_not_read_is_refused_as_any_other() -> None:
+    """The fast parse skips `conversations` unbuilt; a broken byte there is still found."""
+    row = {**GARAK_BASE, "outputs": [{"text": "d\u00e9j\u00e0 vu \u2014 ok"}]}
+    good = json.dumps({**row, "conversations": [{"turns": ["caf\u00e9"]}]}, ensure_ascii=False)
+    assert not good.isascii()
+    fast, problem = garak_json_object(good.encode())
+    assert problem is None and fast == {k: v for k, v in row.items() if k in GARAK_ROW_FIELDS}
+    bad = good.encode().replace("caf\u00e9".encode(), b"caf\xe9")
+    fast, problem = garak_json_object(bad)
+    assert fast is None and problem is not None and problem == _json_object(bad)[1]
 
 
 @SETTINGS

@@ -328,11 +328,12 @@ def garak_json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str
 
     A garak row repeats its prompt and replies in `conversations` and carries fields redjury
     does not read; msgspec checks their syntax without building them, a third of the parse.
-    Only ASCII lines take this path (garak writes ASCII: msgspec does not check the UTF-8 of
-    what it skips); any line msgspec refuses is parsed again by `_json_object`, which names
-    the problem as for any other line. Integers beyond 64 bits, which orjson reads as floats,
-    are read exact here."""
-    if raw.isascii():
+    msgspec does not check the UTF-8 of what it skips, so a line that is not ASCII (garak
+    writes its replies unescaped, `ensure_ascii=False`) is decoded first, a sixth of the
+    parse; any line that is not UTF-8, or that msgspec refuses, is parsed again by
+    `_json_object`, which names the problem as for any other line. Integers beyond 64 bits,
+    which orjson reads as floats, are read exact here."""
+    if raw.isascii() or _is_utf8(raw):
         try:
             row = _decode_garak_row(raw)
         except (msgspec.DecodeError, RecursionError):  # msgspec stops at 1,000 levels
@@ -344,6 +345,14 @@ def garak_json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str
                 if (value := getattr(row, name)) is not msgspec.UNSET
             }, None
     return _json_object(raw)
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class _RepeatedKey(ValueError):
