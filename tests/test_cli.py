@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from redjury_testing import REPO, redjury
@@ -85,3 +87,63 @@ def test_pii_leak_listing_agrees_with_the_rule_for_an_email_alone() -> None:
     assert finding.verdict is Verdict.INCONCLUSIVE
     assert "email address alone is INCONCLUSIVE" in pii["description"]
     assert "or email" not in pii["description"]
+
+
+def _entry(tmp_path: Path, before: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The `redjury` command's own entry point, after `before` ran in the same process."""
+    code = f"import sys\n{before}\nfrom redjury.cli import entry\nsys.argv = ['redjury', *{[str(a) for a in args]!r}]\nentry()\n"
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+
+
+def test_the_command_exits_with_its_status_its_output_written_and_exit_handlers_run(
+    tmp_path: Path,
+) -> None:
+    """`entry` skips the interpreter's teardown, not what an exit owes: the status, the
+    buffered output, the exit handlers (a local Ray cluster's stop, the logs' flush)."""
+    marker = tmp_path / "handler-ran"
+    before = (
+        f"import atexit, pathlib\natexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes')"
+    )
+    proc = _entry(tmp_path, before, "run", EXAMPLE, "-o", tmp_path / "out", "--fail-on-asr", "0")
+    assert proc.returncode == 4, proc.stderr
+    assert "gate failed: " in proc.stdout.splitlines()[-1] and proc.stdout.endswith("\n")
+    assert marker.read_text() == "yes"
+    assert rows_of_kind(tmp_path / "out" / "redjury.report.jsonl", "completion")
+    proc = _entry(tmp_path, "", "run", tmp_path / "missing.jsonl", "-o", tmp_path / "o2")
+    assert proc.returncode == 2 and "missing.jsonl" in proc.stderr
+
+
+def test_the_command_waits_for_a_thread_still_running_as_python_does(tmp_path: Path) -> None:
+    marker = tmp_path / "thread-done"
+    before = (
+        "import pathlib, threading, time\n"
+        f"def late():\n    time.sleep(0.5)\n    pathlib.Path({str(marker)!r}).write_text('done')\n"
+        "threading.Thread(target=late).start()"
+    )
+    proc = _entry(tmp_path, before, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert marker.read_text() == "done"
+
+
+def rows_of_kind(path: Path, kind: str) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [r for r in rows if r.get("entry_type") == kind]
+
+
+def test_the_command_skips_the_interpreters_teardown(tmp_path: Path) -> None:
+    """What makes its exit fast: objects still alive at the end are not freed one by one
+    (a finaliser on one never runs), where `main`, for callers in Python, exits as usual."""
+    marker = tmp_path / "freed"
+    before = (
+        "import pathlib\n"
+        "class Kept:\n"
+        f"    def __del__(self):\n        pathlib.Path({str(marker)!r}).write_text('freed')\n"
+        "kept = Kept()"
+    )
+    assert _entry(tmp_path, before, "--help").returncode == 0
+    assert not marker.exists()
+    code = f"{before}\nimport sys\nfrom redjury.cli import main\nsys.argv = ['redjury', '--help']\nmain()\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and marker.read_text() == "freed"
