@@ -93,9 +93,33 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
     }
 
 
+def as_a_run_writes(attempts: list) -> list:
+    """The rows a garak run writes for these attempts, in its order: each attempt once the
+    target has answered (status 1, no scores: the probe writes it), then each again scored
+    (status 2: the harness writes it). One attempt in three replies with a typographic
+    apostrophe, as models do, which garak writes unescaped (`ensure_ascii=False`)."""
+    import copy
+
+    scored = []
+    for i, a in enumerate(attempts):
+        if i % 3 == 0:
+            a.outputs = [o.text.replace("here is", "here\u2019s") for o in a.outputs]
+        scored.append(a)
+    answered = []
+    for a in scored:
+        b = copy.deepcopy(a)
+        b.status = 1
+        b.detector_results = {}
+        answered.append(b)
+    return answered + scored
+
+
 def cmd_write_report(args: argparse.Namespace) -> dict:
-    """garak's report.jsonl of the case-1 attempts, written by garak's own Attempt.as_dict."""
+    """garak's report.jsonl of the case-1 attempts, written by garak's own Attempt.as_dict;
+    `--as-a-run` writes the rows a garak run writes for them (`as_a_run_writes`)."""
     attempts = garak_attempts(data.scored_attempts(args.attempts))
+    if args.as_a_run:
+        attempts = as_a_run_writes(attempts)
     path = Path(args.out)
     with path.open("w", encoding="utf-8") as fh:
         setup = {
@@ -165,6 +189,7 @@ def main() -> None:
     w = sub.add_parser("write-report")
     w.add_argument("--attempts", type=int, required=True)
     w.add_argument("--out", required=True)
+    w.add_argument("--as-a-run", action="store_true")
     d = sub.add_parser("detectors")
     d.add_argument("--attempts", type=int, required=True)
     d.add_argument(
