@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from redjury_testing import REPO, redjury
+from redjury_testing import REPO, redjury, rows_of
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Verdict
@@ -110,7 +110,7 @@ def test_the_command_exits_with_its_status_its_output_written_and_exit_handlers_
     assert proc.returncode == 4, proc.stderr
     assert "gate failed: " in proc.stdout.splitlines()[-1] and proc.stdout.endswith("\n")
     assert marker.read_text() == "yes"
-    assert rows_of_kind(tmp_path / "out" / "redjury.report.jsonl", "completion")
+    assert rows_of(tmp_path / "out" / "redjury.report.jsonl", "completion")
     proc = _entry(tmp_path, "", "run", tmp_path / "missing.jsonl", "-o", tmp_path / "o2")
     assert proc.returncode == 2 and "missing.jsonl" in proc.stderr
 
@@ -125,11 +125,6 @@ def test_the_command_waits_for_a_thread_still_running_as_python_does(tmp_path: P
     proc = _entry(tmp_path, before, "--help")
     assert proc.returncode == 0, proc.stderr
     assert marker.read_text() == "done"
-
-
-def rows_of_kind(path: Path, kind: str) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return [r for r in rows if r.get("entry_type") == kind]
 
 
 def test_the_command_skips_the_interpreters_teardown(tmp_path: Path) -> None:

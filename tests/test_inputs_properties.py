@@ -52,10 +52,12 @@ REDJURY_BASE = {"id": "a", "outputs": ["x"]}
 GARAK_BASE = {"entry_type": "attempt", "uuid": "u", "status": 2, "outputs": [{"text": "x"}]}
 
 
-def shaped(base: dict[str, Any], keys: list[str]) -> st.SearchStrategy[bytes]:
+def shaped(
+    base: dict[str, Any], keys: list[str], ensure_ascii: bool = True
+) -> st.SearchStrategy[bytes]:
     """A well-formed record with some fields replaced by arbitrary JSON."""
     changes = st.dictionaries(st.sampled_from(keys), json_values, max_size=4)
-    return changes.map(lambda c: json.dumps({**base, **c}).encode())
+    return changes.map(lambda c: json.dumps({**base, **c}, ensure_ascii=ensure_ascii).encode())
 
 
 def read(lines: list[bytes], garak: bool) -> list[Any]:
@@ -137,9 +139,7 @@ def _broken_utf8(line: bytes, cut: int) -> bytes:
 
 GARAK_LINES = shaped(GARAK_BASE, [*GARAK_ROW_FIELDS, *SKIPPED_GARAK_KEYS])
 # garak writes its rows with `ensure_ascii=False`: replies in other scripts, unescaped.
-GARAK_UNESCAPED = st.dictionaries(
-    st.sampled_from([*GARAK_ROW_FIELDS, *SKIPPED_GARAK_KEYS]), json_values, max_size=4
-).map(lambda c: json.dumps({**GARAK_BASE, **c}, ensure_ascii=False).encode())
+GARAK_UNESCAPED = shaped(GARAK_BASE, [*GARAK_ROW_FIELDS, *SKIPPED_GARAK_KEYS], ensure_ascii=False)
 
 
 @SETTINGS

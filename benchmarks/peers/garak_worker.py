@@ -100,18 +100,15 @@ def as_a_run_writes(attempts: list) -> list:
     apostrophe, as models do, which garak writes unescaped (`ensure_ascii=False`)."""
     import copy
 
-    scored = []
-    for i, a in enumerate(attempts):
-        if i % 3 == 0:
-            a.outputs = [o.text.replace("here is", "here\u2019s") for o in a.outputs]
-        scored.append(a)
+    for a in attempts[::3]:
+        a.outputs = [o.text.replace("here is", "here\u2019s") for o in a.outputs]
     answered = []
-    for a in scored:
+    for a in attempts:
         b = copy.deepcopy(a)
         b.status = 1
         b.detector_results = {}
         answered.append(b)
-    return answered + scored
+    return answered + attempts
 
 
 def cmd_write_report(args: argparse.Namespace) -> dict:
