@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import io
 import mmap
 import multiprocessing
@@ -30,7 +31,7 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,7 +264,8 @@ def score_in_workers(
     context = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
     try:
-        for chunk, base, slot, result in _in_order(pool, _all_chunks(run.inputs), workers):
+        chunks = _in_order(pool, _all_chunks(run.inputs), workers, on_forked=_import_for_finish)
+        for chunk, base, slot, result in chunks:
             with result.lines_view(shared, slot) as lines:
                 _take(chunk, base, result, lines, gate, emit)
     finally:
@@ -305,17 +307,34 @@ def _take(
         emit.scored_rows(rows)
 
 
+def _import_for_finish() -> None:
+    """Import the statistics the run's finish needs (numpy with them, ~0.1 s) in a thread,
+    while this process mostly waits for the workers; started once they have forked, so no
+    worker inherits the thread or a lock it holds. The finish's own import of the module
+    waits for this one to end, if it has not."""
+    threading.Thread(
+        target=importlib.import_module,
+        args=("redjury.report.statistics",),
+        name="redjury-import",
+        daemon=True,
+    ).start()
+
+
 def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
     for path in inputs.paths:
         yield from file_chunks(path, detect_format(path) == "garak", CHUNK_BYTES)
 
 
 def _in_order(
-    pool: ProcessPoolExecutor, chunks: Iterator[Chunk], workers: int
+    pool: ProcessPoolExecutor,
+    chunks: Iterator[Chunk],
+    workers: int,
+    on_forked: Callable[[], None] | None = None,
 ) -> Iterator[tuple[Chunk, int, int, ChunkResult]]:
     """Each chunk's result in input order, with the number of the file's lines before it and
     its slot in the shared memory; at most `AHEAD_PER_WORKER` chunks per worker are out at
-    once, so a slot is handed out again only after its last chunk was taken."""
+    once, so a slot is handed out again only after its last chunk was taken. `on_forked` is
+    called once the pool has forked its workers (at its first task)."""
     slots = AHEAD_PER_WORKER * workers
     pending: deque[tuple[Chunk, int, Future[ChunkResult]]] = deque()
     base: dict[str, int] = {}
@@ -331,6 +350,8 @@ def _in_order(
     for number, chunk in enumerate(chunks):
         slot = number % slots
         pending.append((chunk, slot, pool.submit(score_chunk, chunk, slot)))
+        if number == 0 and on_forked is not None:
+            on_forked()
         if len(pending) >= slots:
             yield ready()
     while pending:
