@@ -22,7 +22,7 @@ class FieldError(ValueError):
 class Turn(BaseModel):
     """One turn of a transcript; the role in any case (`Assistant` is `assistant`)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | None = None
@@ -36,7 +36,7 @@ class Turn(BaseModel):
 class Usage(BaseModel):
     """Token use the target reported for an attempt."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     prompt_tokens: int | None = Field(default=None, ge=0, strict=True)
     completion_tokens: int | None = Field(default=None, ge=0, strict=True)
@@ -60,7 +60,7 @@ class Attempt(BaseModel):
     carried in `detector_results` are null or in [0, 1], one per output.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     id: str = Field(min_length=1)
     probe: str = "default"
@@ -165,3 +165,97 @@ class Attempt(BaseModel):
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# The fields `garak_attempt_fields` gives, and the others as `Attempt.model_validate`
+# leaves them (None), in the model's order: the order its validation gives `__dict__`.
+_GARAK_KEYS = frozenset(
+    (
+        "id",
+        "probe",
+        "goal",
+        "prompt",
+        "outputs",
+        "notes",
+        "seq",
+        "run_id",
+        "intent",
+        "detector_results",
+        "generator",
+        "source_record",
+    )
+)
+_OTHER_FIELDS: dict[str, Any] = {
+    name: None if name in _GARAK_KEYS else info.default
+    for name, info in Attempt.model_fields.items()
+}
+assert all(_OTHER_FIELDS[name] is None for name in _OTHER_FIELDS), (
+    "a field checked_attempt leaves unset has a default other than None"
+)
+_TEXT_FIELDS = ("goal", "prompt", "run_id", "intent", "generator")
+_SEQ_BOUND = 2**63
+
+
+def checked_attempt(fields: dict[str, Any]) -> Attempt | None:
+    """The Attempt `Attempt.model_validate(fields)` would give, built without pydantic's
+    validation where every field of a garak-mapped record already has the exact type and
+    value the model keeps as it is (a quarter of the cost); None for anything else (a
+    missing or extra field, an integer score, a bad value), which then takes the validation
+    that names the problem. A report's attempts pass here as a rule."""
+    if not _plain_fields(fields):
+        return None
+    attempt = object.__new__(Attempt)
+    values = _OTHER_FIELDS.copy()
+    values.update(fields)
+    object.__setattr__(attempt, "__dict__", values)
+    object.__setattr__(attempt, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(attempt, "__pydantic_extra__", None)
+    object.__setattr__(attempt, "__pydantic_private__", None)
+    return attempt
+
+
+def _plain_fields(fields: dict[str, Any]) -> bool:
+    """Whether `fields` holds exactly the fields a garak row maps onto, each as the model
+    keeps it (no coercion, no validator that would change or refuse it)."""
+    if fields.keys() != _GARAK_KEYS:
+        return False
+    attempt_id = fields["id"]
+    if type(attempt_id) is not str or not attempt_id or type(fields["probe"]) is not str:
+        return False
+    for name in _TEXT_FIELDS:
+        value = fields[name]
+        if value is not None and type(value) is not str:
+            return False
+    seq = fields["seq"]
+    if seq is not None and (type(seq) is not int or not -_SEQ_BOUND <= seq < _SEQ_BOUND):
+        return False
+    source = fields["source_record"]
+    if source is not None and type(source) is not dict:
+        return False
+    outputs = fields["outputs"]
+    if type(outputs) is not list or not all(o is None or type(o) is str for o in outputs):
+        return False
+    return _plain_notes(fields["notes"]) and _plain_scores(fields["detector_results"], len(outputs))
+
+
+def _plain_notes(notes: Any) -> bool:
+    if type(notes) is not dict:
+        return False
+    triggers = notes.get("triggers")
+    if triggers is None or type(triggers) is str:
+        return True
+    return type(triggers) is list and all(t is None or type(t) is str for t in triggers)
+
+
+def _plain_scores(results: Any, outputs: int) -> bool:
+    if type(results) is not dict:
+        return False
+    for name, scores in results.items():
+        if type(name) is not str or type(scores) is not list or len(scores) != outputs:
+            return False
+        for score in scores:
+            # A float in [0, 1] (NaN fails both comparisons); an int is made a float by
+            # the model, so it takes the validation.
+            if score is not None and (type(score) is not float or not 0.0 <= score <= 1.0):
+                return False
+    return True

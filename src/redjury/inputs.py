@@ -14,7 +14,7 @@ import msgspec
 import orjson
 from pydantic import ValidationError
 
-from redjury.attempts import Attempt, FieldError
+from redjury.attempts import Attempt, FieldError, checked_attempt
 
 MAX_REPORTED_ERRORS = 20
 # The setup fields naming garak's target: `target_*` from garak 0.13.1, `model_*` before.
@@ -701,10 +701,12 @@ def _garak_record(
         return _line_error(name, lineno, "prompt", "nested too deeply")
     if fields.get("detector_results"):
         align_garak_scores(fields)
-    try:
-        attempt = Attempt.model_validate(fields)
-    except ValidationError as exc:
-        return InputRecord(name, lineno, None, _first_error(name, lineno, exc, _GARAK_FIELDS))
+    attempt = checked_attempt(fields)
+    if attempt is None:
+        try:
+            attempt = Attempt.model_validate(fields)
+        except ValidationError as exc:
+            return InputRecord(name, lineno, None, _first_error(name, lineno, exc, _GARAK_FIELDS))
     if attempt.outputs:
         return InputRecord(name, lineno, attempt)
     return _no_replies(name, lineno, attempt)
