@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class EvaluatorSpec(_Strict):
@@ -143,7 +143,7 @@ class ReportingSpec(_Strict):
 class DetectorEntry(BaseModel):
     """One `detectors:` list entry: `type` plus that detector's own settings."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     type: str
 

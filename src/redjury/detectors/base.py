@@ -54,7 +54,7 @@ class DetectorParams(BaseModel):
     """Settings of a detector in the config's `detectors` list; unknown keys are errors,
     and numbers are finite (a NaN budget would never trip)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class Detector:

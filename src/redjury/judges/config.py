@@ -20,7 +20,9 @@ DEFAULT_HARMBENCH_REVISION = "8e1604d1171fe8a48d8febecd22f600e462bdcdd"
 
 class _Strict(BaseModel):
     # Infinite or NaN delays and timeouts would make a failing judge retry forever.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, allow_inf_nan=False, defer_build=True
+    )
 
 
 class ConnectionType(enum.StrEnum):
@@ -82,7 +84,7 @@ class ConnectionSpec(_Strict):
 class GenerationSpec(BaseModel):
     """Sampling settings sent to the judge model; unknown keys are passed through."""
 
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, defer_build=True)
 
     temperature: float = Field(
         0.0, ge=0, description="Sampling temperature; above 0 verdicts are not reproducible."

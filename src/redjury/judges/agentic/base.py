@@ -29,7 +29,7 @@ class QualityJudgeSpec(BaseModel):
     """A judge model for a quality detector: JudgeSpec's fields except `scoring`, which the
     detector fixes (its prompt and parser)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     name: str = Field(description=_about("name"))
     id: str | None = Field(None, description=_about("id"))
