@@ -77,12 +77,13 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
 
         build_hit = HitlogBuilder(GENERATOR, data.GENERATIONS)
 
-        def on_hit(row: dict, detector: str, idx: int, score: float) -> None:
-            # Each hit as its JSONL line, spliced from the attempt's serialised fields.
-            hitlog.write_line(build_hit.line(row, detector, idx, score))
+        def on_hits(row: dict, detector: str, failed: list) -> None:
+            # A detector's hits of one attempt as JSONL lines, spliced from its serialised
+            # fields (as the pipeline writes them).
+            hitlog.write_line(build_hit.lines(row, detector, failed))
 
         for attempt in attempts:
-            tally.add(scorer.row(attempt, {}), on_hit)
+            tally.add(scorer.row(attempt, {}), on_hits)
         rows = list(tally.eval_rows(eval_statistics(reporting, 42)))
         for row in rows:
             report.write(row)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from redjury.evaluators import (
     Evaluator,
@@ -131,14 +133,29 @@ def test_probe_summary_counts_outputs_and_detections() -> None:
     }
 
 
-def test_hit_callback_receives_each_failing_output() -> None:
+def test_hits_callback_receives_each_failing_output_once_per_detector() -> None:
     tally = RunTally(ThresholdEvaluator(0.5))
-    hits: list[tuple[str, int, float]] = []
+    calls: list[tuple[str, list[tuple[int, float]]]] = []
     tally.add(
-        attempt_row("p", {"d": [0.5, 0.1, 0.9]}),
-        lambda row, det, idx, s: hits.append((det, idx, s)),
+        attempt_row("p", {"d": [0.5, 0.1, 0.9], "e": [0.0, None, 0.2], "f": [None, 1]}),
+        lambda row, det, failed: calls.append((det, failed)),
     )
-    assert hits == [("d", 0, 0.5), ("d", 2, 0.9)]
+    assert calls == [("d", [(0, 0.5), (2, 0.9)]), ("f", [(1, 1.0)])]
+    assert type(calls[1][1][0][1]) is float
+
+
+def test_hitlog_lines_are_each_hits_line_in_order() -> None:
+    from redjury.evaluators import HitlogBuilder
+
+    build = HitlogBuilder("g", None)
+    row = attempt_row("p", {"d": [0.5, 0.1, 0.9]}, outputs=["a", "b", "c"], seq=2**70)
+    normal = attempt_row("p", {"d": [0.5, 0.1, 0.9]}, outputs=["a", "b", "c"])
+    for one in (normal, row):  # a seq beyond 64 bits takes the dict's serialisation
+        failed = [(0, 0.5), (2, 0.9)]
+        assert build.lines(one, "d", failed) == b"".join(
+            build.line(one, "d", i, s) for i, s in failed
+        )
+        assert build.lines(one, "d", failed).count(b"\n") == 2
 
 
 def test_hitlog_entry_has_garaks_fields() -> None:
@@ -193,6 +210,15 @@ def test_hitlog_line_is_byte_for_byte_the_written_entry(tmp_path) -> None:
             "generator": "g2",
         },
         {"id": "u2", "outputs": ["only"], "notes": "not a dict"},
+        {  # a garak report's attempt: its prompt and Message fields as written
+            "id": "u3",
+            "prompt": "p",
+            "outputs": ["a", None, "c"],
+            "source_record": {
+                "prompt": {"turns": [{"role": "user", "content": {"text": "p", "lang": "en"}}]},
+                "outputs": [{"lang": "en", "notes": {}}, {}, None],
+            },
+        },
     ]
     for row in rows:
         for detector in ("d.A", "d.B"):
@@ -225,6 +251,7 @@ def test_jsonl_writer_syncs_early_and_close_still_writes_and_syncs_the_rest(
     kept, and `close` waits for that thread before its own fsync of the whole file."""
     import os
     import threading
+    import time
 
     from redjury.report import jsonl
     from redjury.report.jsonl import JsonlWriter
@@ -244,6 +271,11 @@ def test_jsonl_writer_syncs_early_and_close_still_writes_and_syncs_the_rest(
     size_before = len(b"".join(b'{"i":%d}\n' % i for i in range(300)))
     writer.sync_soon()
     writer.sync_soon()  # a second call while the first is out starts nothing
+    # The thread's fsync is seen before the next row is written (on a busy machine the
+    # thread can start after `close` has flushed that row, which proves nothing).
+    deadline = time.monotonic() + 10
+    while not synced and time.monotonic() < deadline:
+        time.sleep(0.001)
     writer.write({"i": 300})
     writer.close()
     assert path.read_bytes().splitlines()[-1] == b'{"i":300}'
@@ -259,3 +291,60 @@ def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
     build = HitlogBuilder(None, 1)
     row = {"id": "big", "outputs": ["x"], "seq": 2**70}
     assert build.line(row, "d", 0, 1.0) == dumps_line(build(row, "d", 0, 1.0))
+
+
+# A garak Message without its text, as `source_record` keeps it (None where garak wrote a
+# string); a "text" key too, as a hand-made row could have.
+_MESSAGE = st.one_of(
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(["lang", "data_path", "notes", "text", "é"]),
+        st.none() | st.text(max_size=3) | st.dictionaries(st.text(max_size=2), st.none()),
+        max_size=4,
+    ),
+)
+
+
+@st.composite
+def _hit_rows(draw: st.DrawFn) -> dict[str, Any]:
+    """Attempt rows as the run builds them: redjury's own, and a garak report's with its
+    prompt and Message fields in `source_record` (or rows read back from a report)."""
+    n = draw(st.integers(min_value=1, max_value=3))
+    row: dict[str, Any] = {
+        "id": draw(st.text(min_size=1, max_size=3)),
+        "probe": draw(st.none() | st.text(max_size=3)),
+        "goal": draw(st.none() | st.text(max_size=4)),
+        "prompt": draw(st.none() | st.text(max_size=4) | st.integers()),
+        "outputs": draw(st.lists(st.none() | st.text(max_size=4), min_size=n, max_size=n)),
+        "notes": draw(st.just({}) | st.fixed_dictionaries({"triggers": st.lists(st.text())})),
+        "run_id": draw(st.none() | st.text(max_size=3)),
+        "seq": draw(st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1)),
+    }
+    if draw(st.booleans()):
+        source: dict[str, Any] = {}
+        if draw(st.booleans()):
+            source["prompt"] = draw(
+                st.none() | st.text(max_size=3) | st.fixed_dictionaries({"turns": st.just([])})
+            )
+        if draw(st.booleans()):
+            source["outputs"] = draw(st.none() | st.lists(_MESSAGE, max_size=4))
+        if draw(st.booleans()):
+            source["uuid"] = draw(st.text(max_size=3))
+        row["source_record"] = source
+    return row
+
+
+@settings(max_examples=400, deadline=None)
+@given(_hit_rows(), st.sampled_from(["d.A", "d.B"]), st.integers(0, 4), st.floats(0, 1))
+def test_hitlog_line_is_the_entry_orjson_writes_for_any_row(
+    row: dict[str, Any], detector: str, idx: int, score: float
+) -> None:
+    from redjury.evaluators import HitlogBuilder
+    from redjury.report.jsonl import dumps_line
+
+    build = HitlogBuilder("openai gpt", None)
+    want = dumps_line(build(row, detector, idx, score))
+    assert build.line(row, detector, idx, score) == want
+    # Again for the same row (its shared fields kept), and for a second hit of it.
+    assert build.line(row, detector, idx, score) == want
+    assert build.line(row, "d.C", 0, 1.0) == dumps_line(build(row, "d.C", 0, 1.0))

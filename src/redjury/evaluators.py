@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
@@ -77,6 +77,8 @@ def load_evaluator(kind: str, threshold: float = 0.5) -> Evaluator:
         return obj()
 
 
+# Called with an attempt row, a detector and its failing outputs as (index, score) pairs.
+HitsCallback = Callable[[dict[str, Any], str, list[tuple[int, float]]], None]
 # Failing outputs kept per probe × detector for `-v` and reports; the hitlog has them all.
 FIRST_HITS = 20
 # Hitlog line endings (generator, probe, detector, generations) a builder keeps.
@@ -160,12 +162,9 @@ class RunTally:
     tallies: dict[tuple[str, str], DetectorTally] = field(default_factory=dict)
     probes: dict[str, ProbeTally] = field(default_factory=dict)
 
-    def add(
-        self,
-        row: dict[str, Any],
-        hit: Callable[[dict[str, Any], str, int, float], None] | None = None,
-    ) -> None:
-        """Count one attempt row; call `hit(row, detector, output_index, score)` per failing output."""
+    def add(self, row: dict[str, Any], hits: HitsCallback | None = None) -> None:
+        """Count one attempt row; call `hits(row, detector, [(output_index, score), ...])`
+        once per detector that failed any of its outputs, in output order."""
         probe = row.get("probe") or "default"
         outputs = row.get("outputs") or []
         pt = self.probes.get(probe)
@@ -185,6 +184,7 @@ class RunTally:
             if t is None:
                 t = self.tallies[key] = DetectorTally()
             passed = fails = nones = 0
+            failed: list[tuple[int, float]] = []
             for idx, score in enumerate(scores):
                 if score is None:
                     nones += 1
@@ -192,10 +192,11 @@ class RunTally:
                     passed += 1
                 else:
                     fails += 1
-                    if hit is not None:
-                        hit(row, detector, idx, float(score))
+                    failed.append((idx, float(score)))
                     if len(t.first_hits) < FIRST_HITS and idx < len(outputs) and outputs[idx]:
                         t.first_hits.append(str(outputs[idx]))
+            if failed and hits is not None:
+                hits(row, detector, failed)
             t.passed += passed
             t.fails += fails
             t.nones += nones
@@ -282,6 +283,39 @@ def _one_turn(prompt: str | None) -> dict[str, Any] | None:
     if prompt is None:
         return None
     return {"turns": [{"role": "user", "content": {"text": prompt}}]}
+
+
+@dataclass(slots=True)
+class _PromptText:
+    """A prompt text whose hitlog `prompt` is its one-turn Conversation (`_one_turn`)."""
+
+    text: Any
+
+
+def _prompt_json(prompt: Any) -> bytes:
+    """The hitlog's `prompt` as JSON; a prompt text's Conversation written without
+    building it."""
+    if type(prompt) is _PromptText:
+        if prompt.text is None:
+            return b"null"
+        return _ONE_TURN_HEAD + orjson.dumps(prompt.text) + _ONE_TURN_END
+    return orjson.dumps(prompt)
+
+
+_ONE_TURN_HEAD = b'{"turns":[{"role":"user","content":{"text":'
+_ONE_TURN_END = b"}}]}"
+
+
+def _output_json(text: str | None, idx: int, fields: Any) -> bytes:
+    """`_hit_output` as JSON, without building the dict where its fields come as written."""
+    if fields is False:
+        return b'{"text":' + orjson.dumps(text) + b"}"
+    entry = fields[idx] if fields is not None and idx < len(fields) else None
+    if entry is None:
+        return orjson.dumps(text)
+    if type(entry) is dict and entry and "text" not in entry:
+        return b'{"text":' + orjson.dumps(text) + b"," + orjson.dumps(entry)[1:]
+    return orjson.dumps(_hit_output(text, idx, fields))
 
 
 def _hit_output(text: str | None, idx: int, fields: Any) -> Any:
@@ -385,7 +419,9 @@ class HitlogBuilder:
             source = row.get("source_record") or {}
             self._base = (
                 row.get("goal"),
-                source["prompt"] if "prompt" in source else _one_turn(prompt),
+                # A garak report's prompt as written; else the prompt text, which is the
+                # one-turn Conversation's (`_one_turn`), built only where a dict is wanted.
+                source["prompt"] if "prompt" in source else _PromptText(prompt),
                 notes.get("triggers") if isinstance(notes, dict) else None,
                 row.get("run_id"),
                 source.get("uuid", row.get("id")),
@@ -407,7 +443,7 @@ class HitlogBuilder:
         )
         return {
             "goal": goal,
-            "prompt": prompt,
+            "prompt": _one_turn(prompt.text) if type(prompt) is _PromptText else prompt,
             "output": _hit_output(outputs[idx] if idx < len(outputs) else None, idx, fields),
             "triggers": triggers,
             "score": score,
@@ -423,33 +459,52 @@ class HitlogBuilder:
 
     def line(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
         """The hitlog entry of `__call__` as one JSONL line (bytes, newline included)."""
-        try:
-            return self._splice(row, detector, idx, score)
-        except TypeError:  # a value orjson does not know: the dict, serialised as written
-            return dumps_line(self(row, detector, idx, score))
+        return self.lines(row, detector, ((idx, score),))
 
-    def _splice(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
+    def lines(
+        self, row: dict[str, Any], detector: str, failed: Sequence[tuple[int, float]]
+    ) -> bytes:
+        """The JSONL lines of one detector's failing outputs of `row`, as (output index,
+        score) pairs, joined: one call for them all (a call per hit was a fifth of its cost)."""
+        try:
+            return self._splice(row, detector, failed)
+        except TypeError:  # a value orjson does not know: the dicts, serialised as written
+            return b"".join(dumps_line(self(row, detector, i, score)) for i, score in failed)
+
+    def _splice(
+        self, row: dict[str, Any], detector: str, failed: Sequence[tuple[int, float]]
+    ) -> bytes:
         if row is not self._line_row:
             self._start_line(row)
         head, mid, ids, names, outputs, fields = self._parts
         tail = self._tails.get((names, detector))
         if tail is None:
             tail = self._tail(names, detector)
-        text = outputs[idx] if idx < len(outputs) else None
-        output = orjson.dumps(_hit_output(text, idx, fields))
-        return b"".join((head, output, mid, orjson.dumps(score), ids, b"%d" % idx, tail))
+        dumps = orjson.dumps
+        n = len(outputs)
+        parts: list[bytes] = []
+        for idx, score in failed:
+            output = _output_json(outputs[idx] if idx < n else None, idx, fields)
+            parts += (head, output, mid, dumps(score), ids, b"%d" % idx, tail)
+        return b"".join(parts)
 
     def _start_line(self, row: dict[str, Any]) -> None:
-        """Serialise the fields every hit of this row shares, each group with its keys."""
+        """Serialise the fields every hit of this row shares, each with its key, as orjson
+        writes the whole entry (compact, keys in the entry's order)."""
         goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs, fields = (
             self._fields(row)
         )
         dumps = orjson.dumps
-        ids = {"run_id": run_id, "attempt_id": attempt_id, "attempt_seq": seq}
         self._parts = (
-            dumps({"goal": goal, "prompt": prompt})[:-1] + b',"output":',
+            b'{"goal":' + dumps(goal) + b',"prompt":' + _prompt_json(prompt) + b',"output":',
             b',"triggers":' + dumps(triggers) + b',"score":',
-            b"," + dumps(ids)[1:-1] + b',"attempt_idx":',
+            b',"run_id":'
+            + dumps(run_id)
+            + b',"attempt_id":'
+            + dumps(attempt_id)
+            + b',"attempt_seq":'
+            + dumps(seq)
+            + b',"attempt_idx":',
             # The last group rarely changes from row to row: its lines are kept in `_tails`.
             (generator, probe, gpp),
             outputs,

@@ -320,11 +320,11 @@ class RunTallies:
         self.build_hit = HitlogBuilder(generator, generations_per_prompt)
 
     def add(self, row: dict[str, Any]) -> None:
-        self.tally.add(row, self._on_hit)
+        self.tally.add(row, self._on_hits)
         self.digest.add_attempt(row)
 
-    def _on_hit(self, row: dict[str, Any], detector: str, idx: int, score: float) -> None:
-        self.hitlog.write_line(self.build_hit.line(row, detector, idx, score))
+    def _on_hits(self, row: dict[str, Any], detector: str, failed: list[tuple[int, float]]) -> None:
+        self.hitlog.write_line(self.build_hit.lines(row, detector, failed))
 
 
 # -- the read stage --------------------------------------------------------------------------

@@ -220,13 +220,13 @@ def _score_records(
     build = job.build_hit
     hits: list[bytes] = []
 
-    def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
-        hits.append(build.line(row, detector, idx, score))
+    def on_hits(row: dict[str, Any], detector: str, failed: list[tuple[int, float]]) -> None:
+        hits.append(build.lines(row, detector, failed))
 
     report_lines: list[bytes] = []
     hit_lines: list[bytes] = []
     for index, row in zip(todo, job.scorer.score_window(attempts), strict=True):
-        result.tally.add(row, on_hit)
+        result.tally.add(row, on_hits)
         result.digest.add_attempt(row)
         line, attempt_id, _, _, _ = out[index]
         report_line = row_line(row)

@@ -152,11 +152,11 @@ def finish_block(job: Job, block: int, rows: list[dict[str, Any]], stats: Any = 
     build = HitlogBuilder(job.generator, job.generations_per_prompt)
     hits: list[bytes] = []
 
-    def on_hit(row: dict[str, Any], detector: str, idx: int, score: float) -> None:
-        hits.append(dumps_line(build(row, detector, idx, score)))
+    def on_hits(row: dict[str, Any], detector: str, failed: list[tuple[int, float]]) -> None:
+        hits.extend(dumps_line(build(row, detector, idx, score)) for idx, score in failed)
 
     for row in rows:
-        tally.add(row, on_hit)
+        tally.add(row, on_hits)
         digest.add_attempt(row)
     _write_atomic(job.shard(block, HITS_SUFFIX), iter(hits))
     # The rows shard is written last: its presence says the block is done.
