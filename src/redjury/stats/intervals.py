@@ -11,6 +11,10 @@ from statistics import NormalDist
 from typing import Any, overload
 
 import numpy as np
+
+# np.quantile imports numpy.ma on its first call (~10 ms of a run's finish): imported with
+# this module instead, which a run with workers imports in a thread while they score.
+import numpy.ma  # noqa: F401
 import numpy.typing as npt
 
 from redjury.stats.settings import CISettings, Correction
