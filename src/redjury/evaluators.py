@@ -285,39 +285,6 @@ def _one_turn(prompt: str | None) -> dict[str, Any] | None:
     return {"turns": [{"role": "user", "content": {"text": prompt}}]}
 
 
-@dataclass(slots=True)
-class _PromptText:
-    """A prompt text whose hitlog `prompt` is its one-turn Conversation (`_one_turn`)."""
-
-    text: Any
-
-
-def _prompt_json(prompt: Any) -> bytes:
-    """The hitlog's `prompt` as JSON; a prompt text's Conversation written without
-    building it."""
-    if type(prompt) is _PromptText:
-        if prompt.text is None:
-            return b"null"
-        return _ONE_TURN_HEAD + orjson.dumps(prompt.text) + _ONE_TURN_END
-    return orjson.dumps(prompt)
-
-
-_ONE_TURN_HEAD = b'{"turns":[{"role":"user","content":{"text":'
-_ONE_TURN_END = b"}}]}"
-
-
-def _output_json(text: str | None, idx: int, fields: Any) -> bytes:
-    """`_hit_output` as JSON, without building the dict where its fields come as written."""
-    if fields is False:
-        return b'{"text":' + orjson.dumps(text) + b"}"
-    entry = fields[idx] if fields is not None and idx < len(fields) else None
-    if entry is None:
-        return orjson.dumps(text)
-    if type(entry) is dict and entry and "text" not in entry:
-        return b'{"text":' + orjson.dumps(text) + b"," + orjson.dumps(entry)[1:]
-    return orjson.dumps(_hit_output(text, idx, fields))
-
-
 def _hit_output(text: str | None, idx: int, fields: Any) -> Any:
     """The hitlog's `output`: `{"text": ...}` for redjury input; for a garak report, its
     Message (the text plus the fields it had) or, where garak wrote strings, the string."""
@@ -419,9 +386,7 @@ class HitlogBuilder:
             source = row.get("source_record") or {}
             self._base = (
                 row.get("goal"),
-                # A garak report's prompt as written; else the prompt text, which is the
-                # one-turn Conversation's (`_one_turn`), built only where a dict is wanted.
-                source["prompt"] if "prompt" in source else _PromptText(prompt),
+                source["prompt"] if "prompt" in source else _one_turn(prompt),
                 notes.get("triggers") if isinstance(notes, dict) else None,
                 row.get("run_id"),
                 source.get("uuid", row.get("id")),
@@ -443,7 +408,7 @@ class HitlogBuilder:
         )
         return {
             "goal": goal,
-            "prompt": _one_turn(prompt.text) if type(prompt) is _PromptText else prompt,
+            "prompt": prompt,
             "output": _hit_output(outputs[idx] if idx < len(outputs) else None, idx, fields),
             "triggers": triggers,
             "score": score,
@@ -484,27 +449,21 @@ class HitlogBuilder:
         n = len(outputs)
         parts: list[bytes] = []
         for idx, score in failed:
-            output = _output_json(outputs[idx] if idx < n else None, idx, fields)
+            output = dumps(_hit_output(outputs[idx] if idx < n else None, idx, fields))
             parts += (head, output, mid, dumps(score), ids, b"%d" % idx, tail)
         return b"".join(parts)
 
     def _start_line(self, row: dict[str, Any]) -> None:
-        """Serialise the fields every hit of this row shares, each with its key, as orjson
-        writes the whole entry (compact, keys in the entry's order)."""
+        """Serialise the fields every hit of this row shares, each group with its keys."""
         goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs, fields = (
             self._fields(row)
         )
         dumps = orjson.dumps
+        ids = {"run_id": run_id, "attempt_id": attempt_id, "attempt_seq": seq}
         self._parts = (
-            b'{"goal":' + dumps(goal) + b',"prompt":' + _prompt_json(prompt) + b',"output":',
+            dumps({"goal": goal, "prompt": prompt})[:-1] + b',"output":',
             b',"triggers":' + dumps(triggers) + b',"score":',
-            b',"run_id":'
-            + dumps(run_id)
-            + b',"attempt_id":'
-            + dumps(attempt_id)
-            + b',"attempt_seq":'
-            + dumps(seq)
-            + b',"attempt_idx":',
+            b"," + dumps(ids)[1:-1] + b',"attempt_idx":',
             # The last group rarely changes from row to row: its lines are kept in `_tails`.
             (generator, probe, gpp),
             outputs,
