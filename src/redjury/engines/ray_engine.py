@@ -153,7 +153,7 @@ def finish_block(job: Job, block: int, rows: list[dict[str, Any]], stats: Any = 
     hits: list[bytes] = []
 
     def on_hits(row: dict[str, Any], detector: str, failed: list[tuple[int, float]]) -> None:
-        hits.extend(dumps_line(build(row, detector, idx, score)) for idx, score in failed)
+        hits.append(build.lines(row, detector, failed))
 
     for row in rows:
         tally.add(row, on_hits)
