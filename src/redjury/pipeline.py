@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import hashlib
+import importlib
 import json
 import os
 import secrets as pysecrets
@@ -719,7 +720,9 @@ class Run:
             if self.worker_processes > 1:
                 from redjury.engines.processes import score_in_workers
 
-                score_in_workers(self, scorer, gate, emit, header, self.worker_processes)
+                score_in_workers(
+                    self, scorer, gate, emit, header, self.worker_processes, _import_statistics_soon
+                )
             else:
                 attempts = gate.attempts(self.inputs.records(), emit.input_error)
                 self.score_sync(attempts, scorer, emit)
@@ -845,6 +848,19 @@ class Run:
                 cache_dir_of(self.config.evaluation.audit.dataset), detectors
             )
         return eval_statistics(self.config.reporting, seed, lookup)
+
+
+def _import_statistics_soon() -> None:
+    """Import what `Run._statistics` imports (numpy with it, ~0.1 s) in a thread while the
+    workers score and this process mostly waits for them; started once they have forked, so
+    no worker inherits the thread or a lock it holds. The finish's own import waits for this
+    one, if it has not ended."""
+    threading.Thread(
+        target=importlib.import_module,
+        args=("redjury.report.statistics",),
+        name="redjury-import",
+        daemon=True,
+    ).start()
 
 
 class _Emitter:

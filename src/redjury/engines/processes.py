@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import io
 import mmap
 import multiprocessing
@@ -253,9 +252,16 @@ def _store(shared: mmap.mmap, slot: int, lines: list[bytes]) -> bytes | None:
 
 
 def score_in_workers(
-    run: Any, scorer: AttemptScorer, gate: Any, emit: Any, header: dict[str, Any], workers: int
+    run: Any,
+    scorer: AttemptScorer,
+    gate: Any,
+    emit: Any,
+    header: dict[str, Any],
+    workers: int,
+    on_forked: Callable[[], None] | None = None,
 ) -> None:
-    """Read and score `run.inputs` in `workers` forked processes; gate, write and tally here."""
+    """Read and score `run.inputs` in `workers` forked processes; gate, write and tally here.
+    `on_forked` is called once the workers have forked (this process then mostly waits)."""
     global _JOB
     tallies = emit.tallies
     # Anonymous and shared: the forked workers write into the same pages this process reads.
@@ -264,7 +270,7 @@ def score_in_workers(
     context = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
     try:
-        chunks = _in_order(pool, _all_chunks(run.inputs), workers, on_forked=_import_for_finish)
+        chunks = _in_order(pool, _all_chunks(run.inputs), workers, on_forked)
         for chunk, base, slot, result in chunks:
             with result.lines_view(shared, slot) as lines:
                 _take(chunk, base, result, lines, gate, emit)
@@ -305,19 +311,6 @@ def _take(
         # Copied out: the slot takes a later chunk's lines once this one is taken.
         rows = [(bytes(lines[a : a + n]), bytes(lines[h : h + m])) for a, n, h, m in spans]
         emit.scored_rows(rows)
-
-
-def _import_for_finish() -> None:
-    """Import the statistics the run's finish needs (numpy with them, ~0.1 s) in a thread,
-    while this process mostly waits for the workers; started once they have forked, so no
-    worker inherits the thread or a lock it holds. The finish's own import of the module
-    waits for this one to end, if it has not."""
-    threading.Thread(
-        target=importlib.import_module,
-        args=("redjury.report.statistics",),
-        name="redjury-import",
-        daemon=True,
-    ).start()
 
 
 def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
