@@ -113,3 +113,32 @@ def test_a_report_attempt_takes_the_fast_path() -> None:
 )
 def test_anything_validation_would_change_or_refuse_is_left_to_it(change: dict[str, Any]) -> None:
     assert checked_attempt(_garak_fields(2, change, [0.25, None])) is None
+
+
+def test_the_fields_it_does_not_check_default_to_none() -> None:
+    from redjury.attempts import _CHECKED_FIELDS
+
+    unchecked = set(Attempt.model_fields) - _CHECKED_FIELDS
+    assert unchecked  # messages, usage, latency_ms, ...
+    assert all(Attempt.model_fields[name].default is None for name in unchecked)
+
+
+def test_a_mapped_garak_row_takes_the_fast_path() -> None:
+    from redjury.inputs import GarakSetup, garak_attempt_fields
+
+    row = {
+        "entry_type": "attempt",
+        "uuid": "u-9",
+        "seq": 0,
+        "status": 2,
+        "probe_classname": "dan.Dan",
+        "prompt": {"turns": [{"role": "user", "content": {"text": "hi"}}]},
+        "outputs": [{"text": "a", "lang": "en"}, None],
+        "detector_results": {"d.D": [0.75, None]},
+        "notes": {},
+        "goal": "g",
+    }
+    fields = garak_attempt_fields(row, GarakSetup())
+    attempt = checked_attempt(fields)
+    assert attempt is not None
+    assert attempt == Attempt.model_validate(fields)

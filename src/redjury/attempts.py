@@ -167,9 +167,8 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-# The fields `garak_attempt_fields` gives, and the others as `Attempt.model_validate`
-# leaves them (None), in the model's order: the order its validation gives `__dict__`.
-_GARAK_KEYS = frozenset(
+# The fields `_plain_fields` checks: those `garak_attempt_fields` gives, no more, no fewer.
+_CHECKED_FIELDS = frozenset(
     (
         "id",
         "probe",
@@ -185,14 +184,10 @@ _GARAK_KEYS = frozenset(
         "source_record",
     )
 )
-_OTHER_FIELDS: dict[str, Any] = {
-    name: None if name in _GARAK_KEYS else info.default
-    for name, info in Attempt.model_fields.items()
-}
-assert all(_OTHER_FIELDS[name] is None for name in _OTHER_FIELDS), (
-    "a field checked_attempt leaves unset has a default other than None"
-)
-_TEXT_FIELDS = ("goal", "prompt", "run_id", "intent", "generator")
+# Every field in the model's order (the order its validation gives `__dict__`); those not
+# checked keep their default, None (a test holds every such default to None).
+_ALL_FIELDS_UNSET: dict[str, Any] = dict.fromkeys(Attempt.model_fields)
+_OPTIONAL_TEXT = ("goal", "prompt", "run_id", "intent", "generator")
 _SEQ_BOUND = 2**63
 
 
@@ -205,7 +200,7 @@ def checked_attempt(fields: dict[str, Any]) -> Attempt | None:
     if not _plain_fields(fields):
         return None
     attempt = object.__new__(Attempt)
-    values = _OTHER_FIELDS.copy()
+    values = _ALL_FIELDS_UNSET.copy()
     values.update(fields)
     object.__setattr__(attempt, "__dict__", values)
     object.__setattr__(attempt, "__pydantic_fields_set__", set(fields))
@@ -217,12 +212,12 @@ def checked_attempt(fields: dict[str, Any]) -> Attempt | None:
 def _plain_fields(fields: dict[str, Any]) -> bool:
     """Whether `fields` holds exactly the fields a garak row maps onto, each as the model
     keeps it (no coercion, no validator that would change or refuse it)."""
-    if fields.keys() != _GARAK_KEYS:
+    if fields.keys() != _CHECKED_FIELDS:
         return False
     attempt_id = fields["id"]
     if type(attempt_id) is not str or not attempt_id or type(fields["probe"]) is not str:
         return False
-    for name in _TEXT_FIELDS:
+    for name in _OPTIONAL_TEXT:
         value = fields[name]
         if value is not None and type(value) is not str:
             return False
