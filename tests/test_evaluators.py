@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -291,6 +292,19 @@ def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
     build = HitlogBuilder(None, 1)
     row = {"id": "big", "outputs": ["x"], "seq": 2**70}
     assert build.line(row, "d", 0, 1.0) == dumps_line(build(row, "d", 0, 1.0))
+
+
+@pytest.mark.parametrize(
+    "fields", [["a string"], [7], "not a list", {"0": {"lang": "en"}}, [["nested"]]]
+)
+def test_hitlog_reads_a_hand_made_source_record_outputs_as_garak_strings(fields: Any) -> None:
+    from redjury.evaluators import HitlogBuilder
+
+    build = HitlogBuilder("g", 1)
+    row = {"id": "a", "outputs": ["reply"], "source_record": {"outputs": fields}}
+    line = json.loads(build.line(row, "d.X", 0, 1.0))
+    assert line["output"] == "reply"
+    assert line["attempt_idx"] == 0 and line["detector"] == "d.X"
 
 
 # A garak Message without its text, as `source_record` keeps it (None where garak wrote a

@@ -290,8 +290,9 @@ def _hit_output(text: str | None, idx: int, fields: Any) -> Any:
     Message (the text plus the fields it had) or, where garak wrote strings, the string."""
     if fields is False:
         return {"text": text}
-    entry = fields[idx] if fields is not None and idx < len(fields) else None
-    return text if entry is None else {"text": text, **entry}
+    entry = fields[idx] if type(fields) is list and idx < len(fields) else None
+    # Anything but a Message's fields (a hand-made source_record) reads as garak's string.
+    return {"text": text, **entry} if type(entry) is dict else text
 
 
 def _count_upstream(
