@@ -68,6 +68,9 @@ _gc_saved: tuple[int, ...] = gc.get_threshold()
 # Rows written between flushes (a kill loses at most these; they are redone on resume).
 WINDOW_SYNC = 512
 WINDOW_ASYNC = 256
+# Bytes written to the report or the hitlog between the fsyncs started in the background
+# (the closing fsync then waits only for the last stretch).
+SYNC_BYTES = 8 << 20
 # Attempts being judged at once (their requests still queue behind the engine's limits).
 MAX_PENDING = 512
 # Reporting settings that only decide how results are shown, never what a row says: a
@@ -226,8 +229,8 @@ class RunOutput:
                 fh.write(dumps(row) + "\n")
         os.replace(tmp, report_path)
         # Flushed once per window of attempts: a kill loses at most the window in progress.
-        report = JsonlWriter(report_path, "a", flush_every=0)
-        hitlog = JsonlWriter(hitlog_path, "w", flush_every=0)
+        report = JsonlWriter(report_path, "a", flush_every=0, sync_every=SYNC_BYTES)
+        hitlog = JsonlWriter(hitlog_path, "w", flush_every=0, sync_every=SYNC_BYTES)
         return cls(report, hitlog, report_path, hitlog_path, created)
 
     def mark(self) -> None:
@@ -383,6 +386,21 @@ class InputGate:
             return False
         self.good += 1
         return not (self.refused or (self.done and key in self.done))
+
+    def admit_ids(self, ids: list[str | None]) -> bool:
+        """A block of records at once, when each is an attempt to judge now: an id new to
+        the run and not judged before, and nothing refused. True when all were counted as
+        `admit` counts them; False, counting nothing, when any needs `admit`'s own look."""
+        if self.refused or None in ids:
+            return False
+        keys = set(map(hash, ids))
+        if len(keys) != len(ids) or not self._seen.isdisjoint(keys):
+            return False
+        if self.done and not self.done.isdisjoint(keys):
+            return False
+        self._seen |= keys
+        self.good += len(ids)
+        return True
 
     def _bad(self, err: LineError, on_error: Callable[[LineError], None]) -> None:
         self.bad += 1

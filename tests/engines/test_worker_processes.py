@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from redjury_testing import REPO, read_jsonl, write_jsonl
 
 from redjury.config import parse_config
@@ -282,3 +284,38 @@ def test_ctrl_c_keeps_what_was_written_and_the_rerun_completes_it(tmp_path: Path
     assert sorted(ids) == sorted(a["id"] for a in lines)
     completion = next(r for r in rows if r["entry_type"] == "completion")
     assert completion["attempts_resumed"] == len(kept)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.none() | st.sampled_from("abcdefgh"), max_size=6), max_size=4),
+    st.sets(st.sampled_from("abcdefgh"), max_size=3),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_block_of_ids_is_admitted_as_one_by_one_admits_it_or_not_at_all(
+    blocks: list[list[str | None]], done: set[str], refuse: bool, bad_first: bool
+) -> None:
+    """`admit_ids` (a clean chunk's fast path) counts a block exactly as `admit` would,
+    record by record, when that admits every record; else it counts nothing."""
+    from redjury.inputs import LineError
+    from redjury.pipeline import InputGate
+
+    def gate() -> InputGate:
+        g = InputGate(refuse, done={hash(d) for d in done})
+        if bad_first:
+            g.admit("f", 0, None, LineError("f", 0, "(line)", "bad"), lambda err: None)
+        return g
+
+    fast, slow = gate(), gate()
+    for line, block in enumerate(blocks):
+        before = (set(fast._seen), fast.good, fast.bad, list(fast.errors))
+        errors: list[LineError] = []
+        admitted = [slow.admit("f", line, i, None, errors.append) for i in block]
+        if fast.admit_ids(block):
+            assert all(admitted) and not errors
+        else:
+            assert (set(fast._seen), fast.good, fast.bad, list(fast.errors)) == before
+            for i in block:
+                fast.admit("f", line, i, None, lambda err: None)
+        assert (fast._seen, fast.good, fast.bad) == (slow._seen, slow.good, slow.bad)

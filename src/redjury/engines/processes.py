@@ -80,6 +80,9 @@ class ChunkResult:
     tally: RunTally
     digest: DigestBuilder
     rows_length: int = 0
+    hits_length: int = 0
+    # Every record is an attempt the worker scored (no bad line, none judged before).
+    all_scored: bool = False
     data: bytes | None = None
 
     def lines_view(self, shared: mmap.mmap, slot: int) -> memoryview:
@@ -190,6 +193,8 @@ def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
     )
     report_lines, hit_lines = _score_records(job, _chunk_records(job, chunk, data), result)
     result.rows_length = sum(map(len, report_lines))
+    result.hits_length = sum(map(len, hit_lines))
+    result.all_scored = len(report_lines) == len(result.records)
     result.data = _store(job.shared, slot, report_lines + hit_lines)
     return result
 
@@ -290,6 +295,15 @@ def _take(
     When every scored row is admitted (as a rule) its lines are written as the worker laid
     them out and the worker's tallies count them all at once; otherwise each admitted row
     is written and counted on its own."""
+    if result.all_scored and gate.admit_ids([record[1] for record in result.records]):
+        rows_end = result.rows_length
+        emit.scored_block(
+            lines[:rows_end],
+            lines[rows_end : rows_end + result.hits_length],
+            len(result.records),
+            (result.tally, result.digest),
+        )
+        return
     spans: list[tuple[int, int, int, int]] = []  # admitted: report line, then hitlog lines
     scored = at = 0
     hits_at = result.rows_length
