@@ -285,6 +285,63 @@ def test_jsonl_writer_syncs_early_and_close_still_writes_and_syncs_the_rest(
     assert len(synced) == 2
 
 
+def test_jsonl_writer_syncs_behind_every_so_many_bytes_and_close_syncs_the_whole_file(
+    tmp_path, monkeypatch
+) -> None:
+    """With `sync_every`, an fsync of the file so far starts in a thread each time that
+    many more bytes were written, never a second while one is out; `close` waits for it
+    and then syncs the whole file itself."""
+    import os
+    import threading
+    import time
+
+    from redjury.report import jsonl
+    from redjury.report.jsonl import JsonlWriter
+
+    synced: list[tuple[str, int]] = []
+    release = threading.Event()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((threading.current_thread().name, os.fstat(fd).st_size))
+        if threading.current_thread().name == "redjury-fsync-behind":
+            release.wait(10)
+        real_fsync(fd)
+
+    def behind_threads() -> int:
+        return sum(t.name == "redjury-fsync-behind" for t in threading.enumerate())
+
+    monkeypatch.setattr(jsonl.os, "fsync", fsync)
+    path = tmp_path / "r.jsonl"
+    writer = JsonlWriter(path, "w", flush_every=0, sync_every=1000)
+    block = memoryview(b'{"pad":"' + b"x" * 589 + b'"}\n')  # 600 bytes
+    writer.write_block(block)
+    assert behind_threads() == 0  # 600 bytes: under the threshold
+    writer.write_block(block)
+    deadline = time.monotonic() + 10
+    while not synced and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert synced == [("redjury-fsync-behind", 1200)]
+    [first] = [t for t in threading.enumerate() if t.name == "redjury-fsync-behind"]
+    writer.write_block(block)
+    writer.write_block(block)  # 1,200 more bytes while the first sync is out: none starts
+    assert behind_threads() == 1 and len(synced) == 1
+    release.set()
+    first.join(10)
+    writer.write_block(block)  # the first has ended: the next write starts another
+    while len(synced) < 2 and time.monotonic() < deadline + 10:
+        time.sleep(0.001)  # its size is read before the next line can reach the file
+    writer.write_line(b'{"i":1}\n')  # batched: reaches the file at close
+    writer.close()
+    assert behind_threads() == 0
+    assert synced == [
+        ("redjury-fsync-behind", 1200),
+        ("redjury-fsync-behind", 3000),
+        (threading.current_thread().name, 3008),
+    ]
+    assert path.read_bytes().endswith(b'{"i":1}\n')
+
+
 def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
     from redjury.evaluators import HitlogBuilder
     from redjury.report.jsonl import dumps_line
