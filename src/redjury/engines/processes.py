@@ -79,10 +79,10 @@ class ChunkResult:
     records: list[Record]
     tally: RunTally
     digest: DigestBuilder
+    # The scored rows: how many, and the bytes of their report lines and hitlog lines.
+    scored: int = 0
     rows_length: int = 0
     hits_length: int = 0
-    # Every record is an attempt the worker scored (no bad line, none judged before).
-    all_scored: bool = False
     data: bytes | None = None
 
     def lines_view(self, shared: mmap.mmap, slot: int) -> memoryview:
@@ -192,9 +192,9 @@ def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
         DigestBuilder(job.header),
     )
     report_lines, hit_lines = _score_records(job, _chunk_records(job, chunk, data), result)
+    result.scored = len(report_lines)
     result.rows_length = sum(map(len, report_lines))
     result.hits_length = sum(map(len, hit_lines))
-    result.all_scored = len(report_lines) == len(result.records)
     result.data = _store(job.shared, slot, report_lines + hit_lines)
     return result
 
@@ -295,17 +295,30 @@ def _take(
     When every scored row is admitted (as a rule) its lines are written as the worker laid
     them out and the worker's tallies count them all at once; otherwise each admitted row
     is written and counted on its own."""
-    if result.all_scored and gate.admit_ids([record[1] for record in result.records]):
-        rows_end = result.rows_length
-        emit.scored_block(
-            lines[:rows_end],
-            lines[rows_end : rows_end + result.hits_length],
-            len(result.records),
-            (result.tally, result.digest),
-        )
-        return
-    spans: list[tuple[int, int, int, int]] = []  # admitted: report line, then hitlog lines
-    scored = at = 0
+    records = result.records
+    if not (result.scored == len(records) and gate.admit_ids([r[1] for r in records])):
+        spans = _admit_each(chunk, base, result, gate, emit)
+        if len(spans) < result.scored:
+            # Copied out: the slot takes a later chunk's lines once this one is taken.
+            rows = [(bytes(lines[a : a + n]), bytes(lines[h : h + m])) for a, n, h, m in spans]
+            emit.scored_rows(rows)
+            return
+    rows_end = result.rows_length
+    emit.scored_block(
+        lines[:rows_end],
+        lines[rows_end : rows_end + result.hits_length],
+        result.scored,
+        (result.tally, result.digest),
+    )
+
+
+def _admit_each(
+    chunk: Chunk, base: int, result: ChunkResult, gate: Any, emit: Any
+) -> list[tuple[int, int, int, int]]:
+    """Each record through the gate on its own; the admitted rows' spans in the chunk's
+    lines (report line start and length, then hitlog lines start and length)."""
+    spans: list[tuple[int, int, int, int]] = []
+    at = 0
     hits_at = result.rows_length
     for line, attempt_id, err, length, hits_length in result.records:
         if err is not None:
@@ -314,17 +327,9 @@ def _take(
             assert length > 0, "the gate admits only attempts the worker scored"
             spans.append((at, length, hits_at, hits_length))
         if length > 0:
-            scored += 1
             at += length
             hits_at += hits_length
-    if len(spans) == scored:
-        emit.scored_block(
-            lines[:at], lines[result.rows_length : hits_at], scored, (result.tally, result.digest)
-        )
-    else:
-        # Copied out: the slot takes a later chunk's lines once this one is taken.
-        rows = [(bytes(lines[a : a + n]), bytes(lines[h : h + m])) for a, n, h, m in spans]
-        emit.scored_rows(rows)
+    return spans
 
 
 def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
