@@ -123,12 +123,16 @@ class JsonlWriter:
         behind = self._behind
         if behind is not None and behind.is_alive():
             return
-        self._fh.flush()
         self._unsynced = 0
-        self._behind = threading.Thread(
-            target=os.fsync, args=(self._fh.fileno(),), name="redjury-fsync-behind"
-        )
-        self._behind.start()
+        self._behind = self._fsync_in_thread("redjury-fsync-behind")
+
+    def _fsync_in_thread(self, name: str) -> threading.Thread:
+        """Flush, then put the file so far on disk in a thread while this one goes on
+        (`os.fsync` lets go of the GIL)."""
+        self.flush()
+        thread = threading.Thread(target=os.fsync, args=(self._fh.fileno(),), name=name)
+        thread.start()
+        return thread
 
     def flush(self) -> None:
         if self._lines:
@@ -148,15 +152,12 @@ class JsonlWriter:
         self._fh.seek(offset)
 
     def sync_soon(self) -> None:
-        """Start putting what is written so far on disk, in a thread, while this one goes on
-        (`os.fsync` lets go of the GIL). `close` waits for it, then syncs the rest: the
-        end of a run computes its intervals while most of its files reach the disk."""
+        """Start putting what is written so far on disk, in a thread, once. `close` waits
+        for it, then syncs the rest: the end of a run computes its intervals while most of
+        its files reach the disk."""
         if self._fh.closed or self._syncing is not None:
             return
-        self.flush()
-        fd = self._fh.fileno()
-        self._syncing = threading.Thread(target=os.fsync, args=(fd,), name="redjury-fsync")
-        self._syncing.start()
+        self._syncing = self._fsync_in_thread("redjury-fsync")
 
     def close(self) -> None:
         if self._fh.closed:
