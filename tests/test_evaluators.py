@@ -308,32 +308,34 @@ def test_jsonl_writer_syncs_behind_every_so_many_bytes_and_close_syncs_the_whole
             release.wait(10)
         real_fsync(fd)
 
-    def behind_threads() -> int:
-        return sum(t.name == "redjury-fsync-behind" for t in threading.enumerate())
+    def behind() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "redjury-fsync-behind"]
+
+    def wait_for_syncs(n: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(synced) < n and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     monkeypatch.setattr(jsonl.os, "fsync", fsync)
     path = tmp_path / "r.jsonl"
     writer = JsonlWriter(path, "w", flush_every=0, sync_every=1000)
     block = memoryview(b'{"pad":"' + b"x" * 589 + b'"}\n')  # 600 bytes
     writer.write_block(block)
-    assert behind_threads() == 0  # 600 bytes: under the threshold
+    assert not behind()  # 600 bytes: under the threshold
     writer.write_block(block)
-    deadline = time.monotonic() + 10
-    while not synced and time.monotonic() < deadline:
-        time.sleep(0.001)
+    wait_for_syncs(1)
     assert synced == [("redjury-fsync-behind", 1200)]
-    [first] = [t for t in threading.enumerate() if t.name == "redjury-fsync-behind"]
+    [first] = behind()
     writer.write_block(block)
     writer.write_block(block)  # 1,200 more bytes while the first sync is out: none starts
-    assert behind_threads() == 1 and len(synced) == 1
+    assert len(behind()) == 1 and len(synced) == 1
     release.set()
     first.join(10)
     writer.write_block(block)  # the first has ended: the next write starts another
-    while len(synced) < 2 and time.monotonic() < deadline + 10:
-        time.sleep(0.001)  # its size is read before the next line can reach the file
+    wait_for_syncs(2)  # its size is read before the next line can reach the file
     writer.write_line(b'{"i":1}\n')  # batched: reaches the file at close
     writer.close()
-    assert behind_threads() == 0
+    assert not behind()
     assert synced == [
         ("redjury-fsync-behind", 1200),
         ("redjury-fsync-behind", 3000),
