@@ -52,6 +52,11 @@ class AttemptScorer:
         self.markers = markers
         self.always = always
         self.redact = redact
+        # The redactor of a row whose findings found nothing sensitive (None: nothing to mask).
+        quiet = always
+        if redact:
+            quiet = markers.with_values(always.values) if always else markers
+        self._quiet = quiet if quiet else None
 
     async def score_one(self, attempt: Attempt) -> dict[str, Any]:
         """Score one attempt, awaiting the async detectors (judges) together."""
@@ -80,18 +85,34 @@ class AttemptScorer:
             "probe": attempt.probe,
         }
         # Read the fields directly: a pydantic dump per attempt costs more than all of this.
+        # Lists and dicts are shared, not copied: nothing mutates a row's values (redaction
+        # builds new ones). Unset fields (None, an empty dict) are left out.
         fields = attempt.__dict__
         for key in ROW_FIELDS:
             value = fields[key]
-            if value is None or value == {}:
-                continue
-            # Lists and dicts are shared, not copied: nothing mutates a row's values
-            # (redaction builds new ones).
-            if key == "messages":
-                value = [{"role": t.role, "content": t.content} for t in value]
-            elif key == "usage":
-                value = value.model_dump(exclude_none=True)
-            row[key] = value
+            if value is not None and (value.__class__ is not dict or value):
+                row[key] = value
+        if "messages" in row:
+            row["messages"] = [{"role": t.role, "content": t.content} for t in row["messages"]]
+        if "usage" in row:
+            row["usage"] = row["usage"].model_dump(exclude_none=True)
+        if findings:
+            redactor = self._redactor(self._add_findings(row, attempt, findings))
+        else:  # scores given with the attempt (a garak report), no detector run
+            row["detector_results"] = dict(attempt.detector_results)
+            row["verdicts"] = {}
+            redactor = self._quiet
+        if redactor is not None:
+            for key in TEXT_FIELDS:
+                if key in row:
+                    row[key] = redactor.apply(row[key])
+        return row
+
+    def _add_findings(
+        self, row: dict[str, Any], attempt: Attempt, findings: dict[str, list[Finding]]
+    ) -> list[str]:
+        """Each detector's scores and verdicts (and evidence, reasons, details where any
+        finding has them) into the row; the sensitive values the findings name."""
         results: dict[str, list[float | None]] = dict(attempt.detector_results)
         verdicts: dict[str, list[str]] = {}
         evidence: dict[str, list[list[str]]] = {}
@@ -126,14 +147,15 @@ class AttemptScorer:
             row["reasons"] = reasons
         if details:
             row["details"] = details
-        if self.redact:
-            redactor = self.markers.with_values(found) if found else self.markers
-            if self.always:
-                redactor = redactor.with_values(self.always.values)
-        else:
-            redactor = self.always
-        if redactor:
-            for key in TEXT_FIELDS:
-                if key in row:
-                    row[key] = redactor.apply(row[key])
-        return row
+        return found
+
+    def _redactor(self, found: list[str]) -> Redactor | None:
+        """The row's redactor: the run's markers (with the values this row's findings
+        found, when the report is redacted) and the values always masked; None when
+        there is nothing to mask."""
+        if not self.redact or not found:
+            return self._quiet
+        redactor = self.markers.with_values(found)
+        if self.always:
+            redactor = redactor.with_values(self.always.values)
+        return redactor or None
