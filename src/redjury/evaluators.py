@@ -83,6 +83,8 @@ HitsCallback = Callable[[dict[str, Any], str, list[tuple[int, float]]], None]
 FIRST_HITS = 20
 # Hitlog line endings (generator, probe, detector, generations) a builder keeps.
 _TAILS_KEPT = 256
+# garak's Conversation of one user turn, around the serialised prompt text.
+_ONE_TURN = b'{"turns":[{"role":"user","content":{"text":%b}}]}'
 
 
 @dataclass(slots=True)
@@ -450,23 +452,43 @@ class HitlogBuilder:
         n = len(outputs)
         parts: list[bytes] = []
         for idx, score in failed:
-            output = dumps(_hit_output(outputs[idx] if idx < n else None, idx, fields))
+            text = outputs[idx] if idx < n else None
+            # Redjury's own rows: the head ends inside `{"text":`, so only the text is dumped.
+            output = dumps(text) if fields is False else dumps(_hit_output(text, idx, fields))
             parts += (head, output, mid, dumps(score), ids, b"%d" % idx, tail)
         return b"".join(parts)
 
     def _start_line(self, row: dict[str, Any]) -> None:
-        """Serialise the fields every hit of this row shares, each group with its keys."""
-        goal, prompt, triggers, run_id, attempt_id, seq, generator, probe, gpp, outputs, fields = (
-            self._fields(row)
-        )
+        """Serialise the fields every hit of this row shares, cut where a hit's output,
+        score and index go in (garak's key order: goal, prompt, output, triggers, score,
+        run_id, attempt_id, attempt_seq, attempt_idx, then the tail)."""
         dumps = orjson.dumps
-        ids = {"run_id": run_id, "attempt_id": attempt_id, "attempt_seq": seq}
+        outputs = row.get("outputs") or []
+        # Read as `_fields` reads them (one call fewer per row; the property test holds
+        # the two to the same entry). A garak report's prompt, Message fields and uuid as
+        # garak wrote them.
+        source = row.get("source_record") or {}
+        if "prompt" in source:
+            prompt = dumps(source["prompt"])
+        else:
+            text = row.get("prompt")
+            prompt = b"null" if text is None else _ONE_TURN % dumps(text)
+        fields = source.get("outputs") if "outputs" in source else False
+        opened = b'{"text":' if fields is False else b""
+        notes = row.get("notes") or {}
+        triggers = notes.get("triggers") if isinstance(notes, dict) else None
+        attempt_id = source.get("uuid", row.get("id"))
         self._parts = (
-            dumps({"goal": goal, "prompt": prompt})[:-1] + b',"output":',
-            b',"triggers":' + dumps(triggers) + b',"score":',
-            b"," + dumps(ids)[1:-1] + b',"attempt_idx":',
+            b'{"goal":%b,"prompt":%b,"output":%b' % (dumps(row.get("goal")), prompt, opened),
+            b'%b,"triggers":%b,"score":' % (b"}" if opened else b"", dumps(triggers)),
+            b',"run_id":%b,"attempt_id":%b,"attempt_seq":%b,"attempt_idx":'
+            % (dumps(row.get("run_id")), dumps(attempt_id), dumps(row.get("seq"))),
             # The last group rarely changes from row to row: its lines are kept in `_tails`.
-            (generator, probe, gpp),
+            (
+                row.get("generator") or self.generator,
+                row.get("probe"),
+                self.generations_per_prompt or len(outputs),
+            ),
             outputs,
             fields,
         )
