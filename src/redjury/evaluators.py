@@ -175,16 +175,16 @@ class RunTally:
         pt.outputs += len(outputs)
         pt.null_outputs += outputs.count(None)
         intent = row.get("intent")
-        details = row.get("details") or {}
+        details = row.get("details")
         test = self.evaluator.test
         # The common policy inlined: a method call per output is most of this loop's cost.
         threshold = self.evaluator.threshold if type(self.evaluator) is ThresholdEvaluator else None
+        tallies = self.tallies
         for detector, scores in (row.get("detector_results") or {}).items():
             pt.detectors.add(detector)
-            key = (probe, detector)
-            t = self.tallies.get(key)
+            t = tallies.get((probe, detector))
             if t is None:
-                t = self.tallies[key] = DetectorTally()
+                t = tallies[(probe, detector)] = DetectorTally()
             passed = fails = nones = 0
             failed: list[tuple[int, float]] = []
             for idx, score in enumerate(scores):
@@ -202,23 +202,8 @@ class RunTally:
             t.passed += passed
             t.fails += fails
             t.nones += nones
-            det_details = details.get(detector)
-            if det_details:
-                for idx, d in enumerate(det_details):
-                    if not isinstance(d, dict):
-                        continue
-                    if "upstream_counting" in d and idx < len(scores):
-                        _count_upstream(t, scores[idx], d["upstream_counting"], test)
-                    if d.get("error"):
-                        t.errors += 1
-                    rate = d.get("abstention_rate")
-                    if rate is not None:
-                        t.abstain_sum += rate
-                        t.abstain_n += 1
-                    if d.get("flippable"):
-                        t.flippable += 1
-                    for judge, g in (d.get("graded") or {}).items():
-                        t.graded.setdefault((judge, g["name"]), []).append(float(g["score"]))
+            if details:
+                _count_details(t, scores, details.get(detector), test)
             pair = (passed + fails, fails)
             t.per_prompt[pair] = t.per_prompt.get(pair, 0) + 1
             if intent is not None:
@@ -295,6 +280,30 @@ def _hit_output(text: str | None, idx: int, fields: Any) -> Any:
     entry = fields[idx] if type(fields) is list and idx < len(fields) else None
     # Anything but a Message's fields (a hand-made source_record) reads as garak's string.
     return {"text": text, **entry} if type(entry) is dict else text
+
+
+def _count_details(
+    t: DetectorTally, scores: list[float | None], det_details: Any, test: Callable[[float], bool]
+) -> None:
+    """What a detector's per-output details add to its tally: errors, judge panels'
+    abstentions and flippable verdicts, graded scores, the upstream counting."""
+    if not det_details:
+        return
+    for idx, d in enumerate(det_details):
+        if not isinstance(d, dict):
+            continue
+        if "upstream_counting" in d and idx < len(scores):
+            _count_upstream(t, scores[idx], d["upstream_counting"], test)
+        if d.get("error"):
+            t.errors += 1
+        rate = d.get("abstention_rate")
+        if rate is not None:
+            t.abstain_sum += rate
+            t.abstain_n += 1
+        if d.get("flippable"):
+            t.flippable += 1
+        for judge, g in (d.get("graded") or {}).items():
+            t.graded.setdefault((judge, g["name"]), []).append(float(g["score"]))
 
 
 def _count_upstream(
