@@ -408,7 +408,12 @@ def _hit_rows(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(_hit_rows(), st.sampled_from(["d.A", "d.B"]), st.integers(0, 4), st.floats(0, 1))
+@given(
+    _hit_rows(),
+    st.sampled_from(["d.A", "d.B"]),
+    st.integers(0, 4) | st.integers(60, 70),  # indices past the table made once too
+    st.floats(0, 1),
+)
 def test_hitlog_line_is_the_entry_orjson_writes_for_any_row(
     row: dict[str, Any], detector: str, idx: int, score: float
 ) -> None:
