@@ -53,6 +53,7 @@ def _wait_for(predicate, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.usefixtures("interruptible")
 def test_ctrl_c_keeps_every_finished_attempt_and_says_how_to_resume(tmp_path: Path) -> None:
     n = 14
     attempts = write_jsonl(

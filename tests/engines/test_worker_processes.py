@@ -258,6 +258,7 @@ def test_runs_that_cannot_fork_safely_stay_in_one_process(tmp_path: Path) -> Non
     assert processes.can_use_workers(inputs, [PIILeakDetector()], 2)
 
 
+@pytest.mark.usefixtures("interruptible")
 def test_ctrl_c_keeps_what_was_written_and_the_rerun_completes_it(tmp_path: Path) -> None:
     lines = [attempt(i) for i in range(30_000)]
     src = write_jsonl(tmp_path / "in.jsonl", lines)
