@@ -96,25 +96,21 @@ class AttemptScorer:
             row["messages"] = [{"role": t.role, "content": t.content} for t in row["messages"]]
         if "usage" in row:
             row["usage"] = row["usage"].model_dump(exclude_none=True)
-        if findings:
-            redactor = self._redactor(self._add_findings(row, attempt, findings))
-        else:  # scores given with the attempt (a garak report), no detector run
-            row["detector_results"] = dict(attempt.detector_results)
-            row["verdicts"] = {}
-            redactor = self._quiet
+        row["detector_results"] = dict(attempt.detector_results)
+        row["verdicts"] = {}
+        # No findings: the scores came with the attempt (a garak report), no detector ran.
+        redactor = self._redactor(self._add_findings(row, findings)) if findings else self._quiet
         if redactor is not None:
             for key in TEXT_FIELDS:
                 if key in row:
                     row[key] = redactor.apply(row[key])
         return row
 
-    def _add_findings(
-        self, row: dict[str, Any], attempt: Attempt, findings: dict[str, list[Finding]]
-    ) -> list[str]:
+    def _add_findings(self, row: dict[str, Any], findings: dict[str, list[Finding]]) -> list[str]:
         """Each detector's scores and verdicts (and evidence, reasons, details where any
         finding has them) into the row; the sensitive values the findings name."""
-        results: dict[str, list[float | None]] = dict(attempt.detector_results)
-        verdicts: dict[str, list[str]] = {}
+        results: dict[str, list[float | None]] = row["detector_results"]
+        verdicts: dict[str, list[str]] = row["verdicts"]
         evidence: dict[str, list[list[str]]] = {}
         reasons: dict[str, list[str | None]] = {}
         details: dict[str, list[Any]] = {}
@@ -139,8 +135,6 @@ class AttemptScorer:
                 reasons[name] = [f.reason for f in fs]
             if has_details:
                 details[name] = [f.details for f in fs]
-        row["detector_results"] = results
-        row["verdicts"] = verdicts
         if evidence:
             row["evidence"] = evidence
         if reasons:
