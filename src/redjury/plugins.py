@@ -1,10 +1,12 @@
 """Named plugin registries: built-ins register with a decorator, third parties through a
 Python entry point group. A built-in asked for by name imports only its own module (a run
 that names its detectors imports nothing else: no HTTP client, no JSON Schema library);
-listing, an unknown name or a third-party name loads everything once."""
+listing, an unknown name or a third-party name loads everything once, under a lock (the
+first calls may come from several threads at once)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -33,6 +35,9 @@ class Registry(Generic[T]):
         self.builtin_names = dict(builtin_names or {})
         self._classes: dict[str, T] = {}
         self._loaded = False
+        # Held while loading: another thread must not see `_loaded` before the classes.
+        # Reentrant: a module being imported may itself look a class up.
+        self._lock = threading.RLock()
 
     def register(self, cls: C) -> C:
         """Class decorator: make `cls` available by its `name`."""
@@ -45,18 +50,22 @@ class Registry(Generic[T]):
     def _load(self) -> None:
         if self._loaded:
             return
-        self._loaded = True
-        for module in self.builtin_modules:
-            try:
-                import_module(module)
-            except ModuleNotFoundError as exc:
-                # A missing optional built-in must not take the others down with it.
-                if exc.name != module:
-                    raise
-        for ep in entry_points(group=self.group):
-            obj = ep.load()
-            if isinstance(obj, type) and issubclass(obj, self.base):
-                self.register(obj)
+        with self._lock:
+            if self._loaded:
+                return
+            for module in self.builtin_modules:
+                try:
+                    import_module(module)
+                except ModuleNotFoundError as exc:
+                    # A missing optional built-in must not take the others down with it.
+                    if exc.name != module:
+                        raise
+            for ep in entry_points(group=self.group):
+                obj = ep.load()
+                if isinstance(obj, type) and issubclass(obj, self.base):
+                    self.register(obj)
+            # Set last: a thread that sees it finds every class registered.
+            self._loaded = True
 
     def classes(self) -> dict[str, T]:
         """Every registered class by name, sorted."""
@@ -68,7 +77,8 @@ class Registry(Generic[T]):
         cls = self._classes.get(name)
         module = self.builtin_names.get(name)
         if cls is None and module is not None and not self._loaded:
-            import_module(module)
+            with self._lock:
+                import_module(module)
             cls = self._classes.get(name)
         if cls is None and not self._loaded:
             self._load()
