@@ -149,13 +149,16 @@ def test_import_path_may_name_a_ready_object(guard_module: str) -> None:
     ],
 )
 def test_bad_import_path_raises_naming_it(guard_module: str, path: str) -> None:
+    # A malformed path fails at once; a module or name that is not there on first use (the
+    # guardrail is imported and built only when the run needs it).
     with pytest.raises(ValueError, match=path.split(":")[0]):
-        from_config(guardrail=path)
+        _ = from_config(guardrail=path).guardrail
 
 
 def test_bad_options_raise_naming_the_path(guard_module: str) -> None:
+    detector = from_config(guardrail=f"{guard_module}:make", options={"nope": 1})
     with pytest.raises(ValueError, match="redjury_test_guards:make"):
-        from_config(guardrail=f"{guard_module}:make", options={"nope": 1})
+        detector.detect(Attempt(id="a", outputs=["x"]))
 
 
 def test_hazards_are_configurable_not_fixed() -> None:
@@ -193,3 +196,76 @@ def test_factory_options_error_names_the_path_but_not_the_value() -> None:
     message = str(info.value)
     assert "connection.headers" in message and "CR or LF" in message
     assert secret not in message and "input_value" not in message
+
+
+@pytest.fixture
+def tripwire_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A package whose import, and whose factory's call, each leave a file behind."""
+    pkg = tmp_path / "redjury_tripwire"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        f"open({str(tmp_path / 'IMPORTED')!r}, 'w').close()\n", encoding="utf-8"
+    )
+    (pkg / "guards.py").write_text(
+        textwrap.dedent(
+            f"""
+            class Guard:
+                def flags(self, text):
+                    return "bomb" in text
+
+            def make():
+                open({str(tmp_path / "CALLED")!r}, "w").close()
+                return Guard()
+            """
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("redjury_tripwire", "redjury_tripwire.guards"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return tmp_path
+
+
+def test_checking_a_config_runs_none_of_the_code_it_names(tripwire_package: Path) -> None:
+    from redjury.config import parse_config
+
+    config = parse_config(
+        {"detectors": [{"type": "guardrail", "guardrail": "redjury_tripwire.guards:make"}]}
+    )
+    [detector] = config.detector_instances()
+    assert not (tripwire_package / "IMPORTED").exists()
+    assert not (tripwire_package / "CALLED").exists()
+    assert detector.detect(Attempt(id="a", outputs=["a bomb"]))[0].verdict is Verdict.BROKE_THROUGH
+    assert (tripwire_package / "IMPORTED").exists() and (tripwire_package / "CALLED").exists()
+
+
+def test_a_submodule_of_a_missing_or_plain_module_fails_preflight(tripwire_package: Path) -> None:
+    from redjury.detectors.guardrail import GuardrailParams, module_exists
+
+    assert module_exists("redjury_tripwire.guards") and module_exists("json.decoder")
+    assert not module_exists("redjury_tripwire.nope") and not module_exists("textwrap.inner")
+    with pytest.raises(ValueError, match="no module 'redjury_tripwire.missing'"):
+        GuardrailDetector.preflight(GuardrailParams(guardrail="redjury_tripwire.missing:f"))
+    assert not (tripwire_package / "IMPORTED").exists()
+
+
+def test_a_run_refused_for_its_input_never_calls_the_factory(tripwire_package: Path) -> None:
+    import os
+
+    from redjury_testing import redjury, write_jsonl
+
+    config = tripwire_package / "c.yaml"
+    config.write_text(
+        'detectors: [{type: guardrail, guardrail: "redjury_tripwire.guards:make"}]\n',
+        encoding="utf-8",
+    )
+    good = {"id": "a", "probe": "p", "outputs": ["a bomb"]}
+    bad = write_jsonl(tripwire_package / "bad.jsonl", [good, "not json"])
+    env = {"PYTHONPATH": os.pathsep.join([str(tripwire_package), os.environ.get("PYTHONPATH", "")])}
+    refused = redjury("run", bad, "--config", config, "--out", tripwire_package / "o1", env=env)
+    assert refused.returncode == 2 and "bad.jsonl:2" in refused.stderr
+    assert not (tripwire_package / "CALLED").exists()
+    accepted = write_jsonl(tripwire_package / "good.jsonl", [good])
+    run = redjury("run", accepted, "--config", config, "--out", tripwire_package / "o2", env=env)
+    assert run.returncode == 0, run.stderr
+    assert (tripwire_package / "CALLED").exists()

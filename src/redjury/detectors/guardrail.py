@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Iterable
 from importlib import import_module
-from importlib.util import find_spec
+from importlib.machinery import ModuleSpec
 from typing import Any, Protocol
 
 from pydantic import Field, ValidationError, field_validator
@@ -54,6 +56,41 @@ class GuardrailParams(DetectorParams):
     )
 
     _import_path = field_validator("guardrail")(check_import_path)
+
+
+def module_exists(dotted: str) -> bool:
+    """Whether `dotted` names an importable module, found without importing it or its
+    packages: checking a config must run none of the code it names."""
+    search_path: list[str] | None = None
+    parts = dotted.split(".")
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        loaded = sys.modules.get(name)
+        spec = getattr(loaded, "__spec__", None) if loaded is not None else None
+        if spec is None:
+            spec = _find_spec(name, search_path)
+        if spec is None:
+            return False
+        if depth < len(parts):
+            search_path = spec.submodule_search_locations
+            if search_path is None:
+                return False  # not a package: it has no submodules
+    return True
+
+
+def _find_spec(name: str, search_path: list[str] | None) -> ModuleSpec | None:
+    """Ask the import system's finders (they locate files, never run them)."""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = find(name, search_path)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            return spec
+    return None
 
 
 def load_guardrail(path: str, options: dict[str, Any]) -> TextGuardrail:
@@ -109,7 +146,9 @@ class GuardrailDetector(Detector):
     did not decide must not read as safe). Every finding carries the attributed hazards in
     `details["hazards"]`.
 
-    From a config: `guardrail: "pkg.module:factory"`. From Python:
+    From a config: `guardrail: "pkg.module:factory"`, imported and called only when the
+    guardrail is first needed, once the run has checked its input and is going ahead (a
+    config naming a factory runs code; checking one must not). From Python:
     `GuardrailDetector.wrap(my_guard, hazards=["hate"])`.
     """
 
@@ -125,23 +164,28 @@ class GuardrailDetector(Detector):
         self, params: DetectorParams | None = None, *, guardrail: TextGuardrail | None = None
     ) -> None:
         super().__init__(params)
-        if guardrail is None:
-            guardrail = load_guardrail(self.params.guardrail, self.params.options)
-        elif not callable(getattr(guardrail, "flags", None)):
+        if guardrail is not None and not callable(getattr(guardrail, "flags", None)):
             raise ValueError(f"guardrail {_describe(guardrail)} has no flags() method")
-        self.guardrail = guardrail
+        self._guardrail = guardrail
+        self._building = threading.Lock()
         self.attributed_hazards = list(dict.fromkeys(self.params.hazards))
+
+    @property
+    def guardrail(self) -> TextGuardrail:
+        """The wrapped guardrail, imported and built by its factory on first use (once)."""
+        if self._guardrail is None:
+            with self._building:
+                if self._guardrail is None:
+                    self._guardrail = load_guardrail(self.params.guardrail, self.params.options)
+        return self._guardrail
 
     @classmethod
     def preflight(cls, params: DetectorParams) -> None:
-        # The module must exist; it is imported (and the guardrail built) when the run starts.
+        # The module must exist; it is imported (and the guardrail built) once the run is
+        # accepted. Located without importing: a config check runs no code it names.
         assert isinstance(params, GuardrailParams)
         module = params.guardrail.partition(":")[0]
-        try:
-            found = find_spec(module)
-        except (ImportError, ValueError):
-            found = None
-        if found is None:
+        if not module_exists(module):
             raise ValueError(f"guardrail: no module {module!r} can be imported")
 
     @classmethod
@@ -164,10 +208,16 @@ class GuardrailDetector(Detector):
         if callable(arm):
             arm(redactor)
 
+    async def adetect(self, attempt: Attempt) -> list[Finding]:
+        # Async on purpose: a run with a guardrail checks its whole input (and its judges)
+        # before scoring, so the factory is not called for a run that is then refused.
+        return self.detect(attempt)
+
     def check(self, attempt: Attempt, output: str) -> Finding:
         hazards = list(self.attributed_hazards)
+        guardrail = self.guardrail  # a factory that fails is a config error, not a verdict
         try:
-            result: Any = self.guardrail.flags(output)
+            result: Any = guardrail.flags(output)
         except Exception as exc:
             return self.inconclusive(
                 f"guardrail raised {type(exc).__name__}: {exc}", hazards=hazards
