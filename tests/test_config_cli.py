@@ -77,8 +77,9 @@ CASES = {
         ),
         "3:5: detectors[0].extra_refusals",
     ),
-    "catastrophic_refusal_regex": (
-        lambda f: "detectors:\n  - type: jailbreak_heuristic\n    extra_refusals: ['re:(a+)+$']\n",
+    # `(a+)+$` is no defect now (RE2 runs it in linear time); a backreference RE2 has not.
+    "refusal_regex_re2_cannot_run": (
+        lambda f: "detectors:\n  - type: jailbreak_heuristic\n    extra_refusals: ['re:(a+)\\1']\n",
         "3:5: detectors[0].extra_refusals",
     ),
     "alias_bomb": (_alias_bomb, "aliases expand to more than"),

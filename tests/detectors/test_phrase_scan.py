@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from redjury.detectors.phrases import (
     _ASCII_WORD_STARTS,
     _COMMON_WORD_STARTS,
-    _OPENING_WINDOW,
     _WORD_START,
     _WORD_STARTS,
     PhraseHit,
@@ -45,22 +44,39 @@ MATCHERS = [
 ]
 
 
+def _user_spans(scanner: object, low: str) -> list[tuple[int, int]]:
+    """Spans of a config's `re:` entries (RE2; the match's first character is the one
+    before the entry)."""
+    if scanner is None:
+        return []
+    return [(m.start() + 1, m.end()) for m in scanner.finditer(low)]  # type: ignore[attr-defined]
+
+
 def reference_scan(matcher: PhraseMatcher, text: str) -> PhraseScan:
     """The scan as it was written before it was made fast: one `finditer` of the
-    character-class pattern `refusal`, checked candidate by candidate."""
+    character-class pattern `refusal`, checked candidate by candidate; a config's `re:`
+    entries (matched with RE2) are candidates beside it, in order of where they start."""
     low = "\n" + text.lower()
     source = "\n" + text if len(low) == len(text) + 1 else low
     refusal = None
-    for found in matcher.refusal.finditer(low):
-        start, end = found.span("phrase")
+    candidates = sorted(
+        [found.span("phrase") for found in matcher.refusal.finditer(low)]
+        + _user_spans(matcher.user_refusal, low)
+    )
+    for start, end in candidates:
         if matcher.exclusion.match(low, start):
             continue
-        if matcher.opening.search(low, max(0, start - _OPENING_WINDOW), start):
+        if matcher.user_exclusion is not None and matcher.user_exclusion.match(low, start - 1):
+            continue
+        if matcher._opens(low, start):
             refusal = PhraseHit(_clip(source[start:end]), start - 1)
             break
     completion = None
+    spans = _user_spans(matcher.user_completion, low)[:1]
     if found := matcher.completion.search(low):
-        start, end = found.span("phrase")
+        spans.append(found.span("phrase"))
+    if spans:
+        start, end = min(spans)
         completion = PhraseHit(_clip(source[start:end]), start - 1)
     return PhraseScan(refusal, completion)
 

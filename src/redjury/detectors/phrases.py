@@ -3,6 +3,7 @@ phrase lists in `resources/phrases/`, each compiled into one regular expression.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any, NamedTuple
 from pydantic import Field, field_validator
 
 from redjury.detectors.base import DetectorParams
+from redjury.detectors.user_patterns import LinearPattern, compile_linear
 
 # Refusals count only where they open the reply, a line, a sentence or a clause: the same
 # words deep inside a compliant answer ("…so that I cannot be traced") are not a refusal.
@@ -63,12 +65,38 @@ class PhraseParams(DetectorParams):
         # A bad entry is a config error when the config loads, not a crash at the first reply.
         for i, entry in enumerate(entries):
             try:
-                parse_entries([entry])
-            except re.error as exc:
-                raise ValueError(f"entry {i}: not a valid regular expression: {exc}") from None
+                plain, regexes, lead_regexes = split_user_entries([entry])
+                parse_entries(plain)
+                for pattern in regexes + lead_regexes:
+                    _check_case(pattern)
+                    compile_linear(pattern)
             except ValueError as exc:
                 raise ValueError(f"entry {i}: {exc}") from None
         return entries
+
+
+class UserEntries(NamedTuple):
+    """A config's phrase entries: plain lines (they join the built-in lists' `re` matcher:
+    literal words, nothing to backtrack over), and `re:` patterns, matched with RE2 in
+    linear time (entries and lead-ins apart)."""
+
+    plain: list[str]
+    regexes: list[str]
+    lead_regexes: list[str]
+
+
+def split_user_entries(lines: list[str]) -> UserEntries:
+    found = UserEntries([], [], [])
+    for raw in lines:
+        line = raw.strip()
+        lead = line.startswith("lead:")
+        body = line[len("lead:") :].strip() if lead else line
+        if body.startswith("re:"):
+            target = found.lead_regexes if lead else found.regexes
+            target.append(body[len("re:") :].strip())
+        else:
+            found.plain.append(raw)
+    return found
 
 
 def phrase_atoms(phrase: str) -> list[str]:
@@ -100,10 +128,25 @@ def phrase_to_regex(phrase: str) -> str:
 _UPPER_OUTSIDE_ESCAPES = re.compile(r"(?:\\.|\(\?P)|([A-Z])")
 
 
-def _regex_entry(pattern: str) -> list[str]:
+def _check_case(pattern: str) -> None:
     if any(m.group(1) for m in _UPPER_OUTSIDE_ESCAPES.finditer(pattern)):
         raise ValueError(f"re: entries match lower-cased text; write {pattern!r} in lower case")
-    re.compile(pattern)  # a bad entry fails when loaded, naming itself
+
+
+# A line-start entry's leading `\s*` would cross newlines: at each of n blank lines it ran
+# to the end of them all, n² steps (20,000 blank lines took 195 s). Whitespace other than
+# a newline finds the same lines: the match starts at the last blank line instead.
+_LINE_START_SPACE = r"^\s*"
+
+
+def _regex_entry(pattern: str) -> list[str]:
+    _check_case(pattern)
+    if pattern.startswith(_LINE_START_SPACE):
+        pattern = r"^[^\S\n]*" + pattern[len(_LINE_START_SPACE) :]
+    try:
+        re.compile(pattern)  # a bad entry fails when loaded, naming itself
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
     if _nested_repeat(_parser.parse(pattern)):
         raise ValueError(
             f"{pattern!r} repeats a part that itself repeats (like `(a+)+`): on some replies "
@@ -279,6 +322,12 @@ class PhraseMatcher:
     completion: re.Pattern[str]
     # `refusal` with its leading character class narrowed to each one of its characters.
     refusal_after: _SearchPerChar = field(compare=False, repr=False)
+    # A config's `re:` entries, compiled with RE2 (see `_user_scanner`); None: it has none.
+    user_refusal: LinearPattern | None = field(default=None, compare=False, repr=False)
+    user_exclusion: LinearPattern | None = field(default=None, compare=False, repr=False)
+    user_completion: LinearPattern | None = field(default=None, compare=False, repr=False)
+    # `opening` in RE2, when a config has `lead: re:` entries (they are part of it).
+    user_opening: LinearPattern | None = field(default=None, compare=False, repr=False)
 
     def scan(self, text: str) -> PhraseScan:
         low = "\n" + text.lower()
@@ -289,12 +338,28 @@ class PhraseMatcher:
     def _first_refusal(self, low: str, source: str) -> PhraseHit | None:
         # Candidates are rare (a refusal phrase anywhere), so checking each in Python
         # costs little; the scan over the whole text is a few compiled searches.
-        for start, end in self._refusal_matches(low):
-            if self.exclusion.match(low, start):
+        candidates = self._refusal_matches(low)
+        if self.user_refusal is not None:
+            candidates = heapq.merge(candidates, _user_spans(self.user_refusal, low))
+        user_exclusion = self.user_exclusion
+        for start, end in candidates:
+            if self.exclusion.match(low, start) or (
+                user_exclusion is not None and user_exclusion.match(low, start - 1)
+            ):
                 continue
-            if self.opening.search(low, max(0, start - _OPENING_WINDOW), start):
+            if self._opens(low, start):
                 return PhraseHit(_clip(source[start:end]), start - 1)
         return None
+
+    def _opens(self, low: str, start: int) -> bool:
+        """Whether the text before `start` ends in an opening (and lead-ins)."""
+        window = max(0, start - _OPENING_WINDOW)
+        if self.user_opening is None:
+            return self.opening.search(low, window, start) is not None
+        # RE2 does not end `$` at an end position: search the window cut out, with the
+        # character before it kept as context (`\b` looks at it).
+        context = 1 if window else 0
+        return self.user_opening.search(low[window - context : start], context) is not None
 
     def _refusal_matches(self, low: str) -> Iterator[tuple[int, int]]:
         """The phrase spans of `refusal.finditer(low)`, found with one search per word-start
@@ -322,10 +387,59 @@ class PhraseMatcher:
 
     def _first_completion(self, low: str, source: str) -> PhraseHit | None:
         found = self.completion.search(low)
-        if found is None:
+        span = found.span("phrase") if found is not None else None
+        if self.user_completion is not None:
+            user = next(_user_spans(self.user_completion, low), None)
+            if user is not None and (span is None or user[0] < span[0]):
+                span = user
+        if span is None:
             return None
-        start, end = found.span("phrase")
+        start, end = span
         return PhraseHit(_clip(source[start:end]), start - 1)
+
+
+def _user_spans(scanner: LinearPattern, low: str) -> Iterator[tuple[int, int]]:
+    """The phrase spans a `_user_scanner` finds (its first character is the one before)."""
+    for found in scanner.finditer(low):
+        yield found.start() + 1, found.end()
+
+
+# `_WORD_START` for RE2, whose `\s` is ASCII only: every character listed.
+_RE2_WORD_START = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in _WORD_STARTS) + "]"
+
+
+# RE2's `\s` is ASCII only; the openings below list every whitespace character instead.
+_RE2_SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in _WORD_STARTS if c.isspace())
+_RE2_OPENING = r"(?:\n|[.!?…:;,)\]\"”]|\b(?:but|however|so|and))"
+_RE2_OPENING_FILL = f"[{_RE2_SPACE}\"“”'*_>#\\-]*"
+_RE2_LEAD_GAP = f"[{_RE2_SPACE},;:—–\\-]*"
+
+
+def _user_opening(leads: list[list[str]], lead_regexes: list[str]) -> LinearPattern | None:
+    """`opening` compiled with RE2, for a config with `lead: re:` entries (None without):
+    the lead-ins of the list and the config, whitespace atoms spelled out, `^` a line start."""
+    if not lead_regexes:
+        return None
+    atoms = [[f"[{_RE2_SPACE}]+" if a == r"\s+" else a for a in entry] for entry in leads]
+    atoms += [[f"(?:{p})"] for p in lead_regexes]
+    lead = alternation(atoms).replace("(?<=\n)", "(?m:^)")
+    return compile_linear(f"{_RE2_OPENING}{_RE2_OPENING_FILL}(?:(?:{lead}){_RE2_LEAD_GAP})*$")
+
+
+def _user_scanner(patterns: list[str], before: str) -> LinearPattern | None:
+    """One RE2 pattern for a config's `re:` entries, matching the character before the
+    entry too: `before` (a word start for scans, any character for exclusions) or, for an
+    entry starting with ^, a newline. None when there are no entries."""
+    if not patterns:
+        return None
+    anywhere = [f"(?:{p})" for p in patterns if not p.startswith("^")]
+    line_start = [f"(?:{p[1:]})" for p in patterns if p.startswith("^")]
+    branches = []
+    if anywhere:
+        branches.append(f"{before}(?:{'|'.join(anywhere)})")
+    if line_start:
+        branches.append(f"\\n(?:{'|'.join(line_start)})")
+    return compile_linear("(?m)" + "|".join(branches))
 
 
 @lru_cache(maxsize=32)
@@ -335,12 +449,15 @@ def _compile(
     extra_completions: tuple[str, ...],
     extra_exclusions: tuple[str, ...],
 ) -> PhraseMatcher:
-    refusals, leads = parse_entries(phrase_file_lines("refusal", version) + list(extra_refusals))
+    user_refusals = split_user_entries(list(extra_refusals))
+    user_exclusions = split_user_entries(list(extra_exclusions))
+    user_completions = split_user_entries(list(extra_completions))
+    refusals, leads = parse_entries(phrase_file_lines("refusal", version) + user_refusals.plain)
     exclusions, _ = parse_entries(
-        phrase_file_lines("refusal_exclusions", version) + list(extra_exclusions)
+        phrase_file_lines("refusal_exclusions", version) + user_exclusions.plain
     )
     completions, _ = parse_entries(
-        phrase_file_lines("completion", version) + list(extra_completions)
+        phrase_file_lines("completion", version) + user_completions.plain
     )
     lead = f"(?:(?:{alternation(leads)}){_LEAD_GAP})*" if leads else ""
     return PhraseMatcher(
@@ -348,8 +465,12 @@ def _compile(
         refusal=re.compile(_scanner(refusals), re.MULTILINE),
         refusal_after=_SearchPerChar(refusals),
         opening=re.compile(f"{_OPENING}{_OPENING_FILL}{lead}\\Z"),
+        user_opening=_user_opening(leads, user_refusals.lead_regexes),
         exclusion=re.compile(alternation(exclusions), re.MULTILINE),
         completion=re.compile(_scanner(completions), re.MULTILINE),
+        user_refusal=_user_scanner(user_refusals.regexes, _RE2_WORD_START),
+        user_exclusion=_user_scanner(user_exclusions.regexes, "(?s:.)"),
+        user_completion=_user_scanner(user_completions.regexes, _RE2_WORD_START),
     )
 
 

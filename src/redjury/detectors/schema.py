@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from jsonschema import exceptions as jsonschema_errors
+from jsonschema._utils import extras_msg
 from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from jsonschema.validators import extend, validator_for
 from pydantic import ConfigDict, Field
 from referencing import Registry, Specification
 from referencing.exceptions import Unresolvable
@@ -20,6 +22,7 @@ from referencing.jsonschema import DRAFT202012, specification_with
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding
 from redjury.detectors.registry import register_detector
+from redjury.detectors.user_patterns import LinearPattern, compile_linear
 
 # A reply that is one fenced block and nothing else: ```json\n...\n``` (or plain ```).
 _FENCED = re.compile(r"\A\s*```(?:json)?[ \t]*\r?\n(.*?)\r?\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
@@ -109,17 +112,103 @@ def check_local_references(schema: Any, path: Path) -> None:
 
 def load_schema(path: Path) -> tuple[Any, type[Validator]]:
     """The schema at `path` and its validator class; ValueError naming the file when it
-    cannot be read, is not JSON, is not a valid schema or refers outside itself."""
+    cannot be read, is not JSON, is not a valid schema, refers outside itself or holds a
+    pattern RE2 cannot match in linear time."""
     schema = _read_schema(path)
     cls: type[Validator] = validator_for(schema)
     try:
         cls.check_schema(schema)
         check_local_references(schema, path)
+        for pointer, pattern in _patterns(schema, ""):
+            try:
+                _linear(pattern)
+            except ValueError as exc:
+                raise ValueError(f"JSON Schema {str(path)!r}: at {pointer}: {exc}") from None
     except jsonschema_errors.SchemaError as exc:
         raise ValueError(f"invalid JSON Schema {str(path)!r}: {exc.message}") from exc
     except RecursionError:
         raise ValueError(f"JSON Schema {str(path)!r} is nested too deeply") from None
-    return schema, cls
+    return schema, extend(cls, _LINEAR_KEYWORDS)
+
+
+def _patterns(node: Any, pointer: str) -> Iterator[tuple[str, str]]:
+    """(JSON pointer, pattern) for every `pattern` and `patternProperties` key of a schema."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _patterns(item, f"{pointer}/{i}")
+        return
+    if not isinstance(node, dict):
+        return
+    if isinstance(node.get("pattern"), str):
+        yield f"{pointer}/pattern", node["pattern"]
+    if isinstance(node.get("patternProperties"), dict):
+        for key in node["patternProperties"]:
+            yield f"{pointer}/patternProperties/{key}", key
+    for key, value in node.items():
+        if key not in _DATA_KEYWORDS:
+            yield from _patterns(value, f"{pointer}/{key}")
+
+
+# -- the schema's patterns, matched with RE2 (jsonschema's own keywords use `re`, where
+# `^(a+)+$` took over 90 s on a 35-character reply) ---------------------------------------
+@lru_cache(maxsize=1024)
+def _linear(pattern: str) -> LinearPattern:
+    return compile_linear(pattern)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not _linear(pattern).search(instance):
+        yield jsonschema_errors.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _linear(pattern).search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional(instance: dict[str, Any], schema: Any) -> list[str]:
+    properties = schema.get("properties", {})
+    patterns = [_linear(p) for p in schema.get("patternProperties", {})]
+    return [
+        key
+        for key in instance
+        if key not in properties and not any(p.search(key) for p in patterns)
+    ]
+
+
+def _additional_properties(validator: Any, allowed: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    extras = _additional(instance, schema)
+    if validator.is_type(allowed, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], allowed, path=extra)
+    elif not allowed and extras:
+        if "patternProperties" in schema:
+            verb = "does" if len(extras) == 1 else "do"
+            joined = ", ".join(repr(each) for each in sorted(extras))
+            patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+            yield jsonschema_errors.ValidationError(
+                f"{joined} {verb} not match any of the regexes: {patterns}"
+            )
+        else:
+            listed, verb = extras_msg(sorted(extras, key=str))
+            yield jsonschema_errors.ValidationError(
+                f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            )
+
+
+_LINEAR_KEYWORDS = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
 
 
 def _read_schema(path: Path) -> Any:
