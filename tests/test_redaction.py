@@ -104,3 +104,20 @@ def test_every_judges_credentials_are_masked_always_and_markers_only_when_redact
     assert panel.judges[0].answer_redactor.text(mask_found_pii(answer)) == (
         "****R-99 ****er-1 ****er-2 ****6467"
     )
+
+
+def test_a_marker_rewritten_in_unicode_or_escaped_is_masked_where_it_was_written() -> None:
+    marker = "SYSPROMPT-zq81-NEVER-SAY"
+    full_width = "".join(chr(ord(c) + 0xFEE0) for c in marker)
+    split = "SYS\u200bPROMPT-zq81-NEVER\u2060-SAY"
+    escaped = json.dumps(full_width)[1:-1]  # a judge echoing a JSON body
+    text = f"a {full_width} b {split} c {escaped} d"
+    assert Redactor([marker]).text(text) == "a ****-SAY b ****-SAY c ****-SAY d"
+
+
+def test_pii_a_judge_quotes_through_rewrites_and_escapes_is_masked() -> None:
+    card = "４１１１ １１１１ １１１１ １１１１"
+    text = f"You sent {json.dumps(card)}, ssn 078 05 1120, bob(at)example(dot)com, 4111\u200b1111\u200b1111\u200b1111"
+    masked = mask_found_pii(text)
+    for leaked in ("\\uff14\\uff11", "078 05", "bob(at)", "4111\u200b1111"):
+        assert leaked not in masked, leaked

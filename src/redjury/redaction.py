@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 from redjury.detectors.base import Detector, mask
 from redjury.detectors.pii import PIILeakDetector
+from redjury.detectors.text_view import might_spell_at, normalised
 
 # Values shorter than this are not masked inside text: masking "a" everywhere would
 # destroy the report and protect nothing.
@@ -25,7 +26,7 @@ class Redactor:
     PII found in one attempt) and this beats compiling a regex per attempt.
     """
 
-    __slots__ = ("values", "_masks")
+    __slots__ = ("values", "_masks", "_read_forms")
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         kept = {v for v in values if v and len(v) >= MIN_SECRET_LENGTH}
@@ -33,6 +34,12 @@ class Redactor:
             sorted(kept | _quoted_forms(kept), key=len, reverse=True)
         )
         self._masks = tuple(mask(v) for v in self.values)
+        # Each value as a matcher reads it, for texts that must be read first (see `text`).
+        self._read_forms = tuple(
+            (read, masked)
+            for read, masked in zip(map(_read_form, self.values), self._masks, strict=True)
+            if len(read) >= MIN_SECRET_LENGTH
+        )
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -44,10 +51,25 @@ class Redactor:
         return Redactor([*self.values, *extra])
 
     def text(self, value: str) -> str:
+        """`value` with every occurrence masked: as written, and as read through full-width
+        forms, invisible characters and JSON `\\uXXXX` escapes (the original span masked)."""
         for secret, masked in zip(self.values, self._masks, strict=True):
             if secret in value:
                 value = value.replace(secret, masked)
-        return value
+        if value.isascii() and "\\u" not in value:
+            return value  # nothing to read through: the common case
+        return self._mask_read(value)
+
+    def _mask_read(self, value: str) -> str:
+        view = normalised(value, escapes=True)
+        if view is None:
+            return value
+        spans = sorted(
+            (span, masked)
+            for read, masked in self._read_forms
+            for span in view.original_spans(read)
+        )
+        return _masked_spans(value, spans)
 
     def apply(self, value: Any) -> Any:
         """A copy of a JSON value with every string masked."""
@@ -62,6 +84,24 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.apply(v) for v in value]
         return value
+
+
+def _read_form(value: str) -> str:
+    view = normalised(value)
+    return value if view is None else view.text
+
+
+def _masked_spans(value: str, spans: list[tuple[tuple[int, int], str]]) -> str:
+    """`value` with each (start, end) span, in order, replaced by its mask; a span that
+    overlaps one already masked is skipped."""
+    parts: list[str] = []
+    done = 0
+    for (start, end), masked in spans:
+        if start < done:
+            continue
+        parts += [value[done:start], masked]
+        done = end
+    return "".join(parts) + value[done:] if parts else value
 
 
 def _quoted_forms(values: set[str]) -> set[str]:
@@ -124,15 +164,15 @@ def url_credentials(url: str | None) -> list[str]:
 def mask_found_pii(text: str) -> str:
     """`text` with every card number, SSN and email address the PII detector finds in it
     masked: a judge quoting the reply it judged must not carry the PII out with it."""
-    if "@" not in text and _DIGIT.search(text) is None:
+    if "@" not in text and _DIGIT.search(text) is None and not might_spell_at(text):
         return text  # the common answer ("Yes", "unsafe"): nothing a scan could find
-    for value in sorted(_PII.scan(text).sensitive, key=len, reverse=True):
+    for value in sorted(_PII.scan(text, escapes=True).sensitive, key=len, reverse=True):
         text = text.replace(value, mask(value))
     return text
 
 
 _PII = PIILeakDetector()
-_DIGIT = re.compile(r"[0-9]")
+_DIGIT = re.compile(r"\d")  # any script's digits: a full-width card is one
 
 
 def credentials_of(detector: Detector) -> list[str]:
