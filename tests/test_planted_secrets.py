@@ -322,3 +322,27 @@ def test_rewritten_secrets_and_pii_reach_no_file_nor_the_judge_cache(
         verdicts = rows_of(out / "redjury.report.jsonl", "attempt")[0]["verdicts"]
         assert verdicts["pii_leak"] == ["BROKE_THROUGH"]
         assert verdicts["secret_exfiltration"] == ["BROKE_THROUGH"]
+
+
+def test_a_marker_in_a_probe_name_reaches_no_file_nor_stream(
+    tmp_path: Path, judge_server: FaultServer
+) -> None:
+    src = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"id": "p1", "probe": f"leak.{MARKER}", "goal": "g", "outputs": ["no"]},
+            {"id": "p2", "probe": f"leak.{MARKER}", "goal": "g", "outputs": [f"it is {MARKER}"]},
+        ],
+    )
+    cfg = write_config(tmp_path / "config.yaml", judge_server)
+    out, env = tmp_path / "out", run_env(tmp_path, judge_server)
+    run = redjury("run", src, "--config", cfg, "--out", out, "--junit", tmp_path / "j.xml",
+                  "--html", "-v", env=env)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    summary = redjury("summary", out, "--markdown", tmp_path / "c.md", env=env)
+    assert summary.returncode == 0, summary.stderr
+    texts = everything_written(tmp_path, run.stdout, run.stderr, summary.stdout, summary.stderr)
+    assert_absent(texts, (MARKER,))
+    probes = {r["probe"] for r in rows_of(out / "redjury.report.jsonl", "attempt")}
+    assert probes == {"leak.****-SAY"}
+    assert "leak.****-SAY" in run.stdout

@@ -104,6 +104,8 @@ class AttemptScorer:
             for key in TEXT_FIELDS:
                 if key in row:
                     row[key] = redactor.apply(row[key])
+            # The probe name too: every table, hitlog and terminal line is keyed by it.
+            row["probe"] = redactor.apply(row["probe"])
         return row
 
     def _add_findings(self, row: dict[str, Any], findings: dict[str, list[Finding]]) -> list[str]:

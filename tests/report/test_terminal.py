@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from redjury_testing import redjury, write_jsonl
 
-from redjury.report.terminal import TerminalPrinter, escape_control
+from redjury.report.terminal import TerminalPrinter, escape_control, escape_name
 
 EVIL_PROBE = "probe\x1b]0;owned\x07\x1b[2J\rname\u202eevil"
 EVIL_DETECTOR = "det\x1b[31m\x9bred"
@@ -60,3 +60,34 @@ def test_gate_lines_escape_probe_names(tmp_path: Path) -> None:
     proc = redjury("run", src, "--out", tmp_path / "out", "--fail-on-asr", "0")
     assert proc.returncode == 4, proc.stderr
     assert "gate failed: p\\x1b[2Jx" in proc.stdout and "\x1b" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "printed"),
+    [
+        ("leak.sys\u200btem", "leak.sys\\u200btem"),
+        ("leak.sys\ufefftem", "leak.sys\\ufefftem"),
+        ("le\u0430k.system", "le\\u0430k.system"),  # Cyrillic а among Latin letters
+        ("dan.\u0391ttack", "dan.\\u0391ttack"),  # Greek Alpha
+        ("x\x1b[31m", "x\\x1b[31m"),
+    ],
+)
+def test_invisible_and_look_alike_characters_in_a_name_print_escaped(
+    name: str, printed: str
+) -> None:
+    assert escape_name(name) == printed
+
+
+@pytest.mark.parametrize("name", ["leak.system", "промпт.утечка", "probe.日本語", "café.x"])
+def test_a_name_in_one_script_prints_as_it_is(name: str) -> None:
+    assert escape_name(name) == name
+
+
+def test_two_probes_that_differ_in_a_look_alike_letter_print_differently() -> None:
+    lines = []
+    for probe in ("leak.system", "le\u0430k.system"):
+        out = io.StringIO()
+        row = {"probe": probe, "detector": "pii_leak", "passed": 1, "total_evaluated": 1}
+        TerminalPrinter(out, colour=False).eval_row(row)
+        lines.append(out.getvalue())
+    assert lines[0] != lines[1] and "\\u0430" in lines[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import unicodedata
 from collections.abc import Iterable
 from typing import Any, TextIO
 
@@ -44,6 +45,30 @@ def escape_control(text: str, *, keep_newlines: bool = False) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# Scripts whose letters pass for Latin ones ("pаyload" with a Cyrillic а).
+_LOOKALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+
+
+def escape_name(name: str) -> str:
+    """A name (probe, detector, judge) as printed: control characters escaped as in
+    `escape_control`, and so are invisible characters (zero-width spaces, joiners, BOMs)
+    and, in a name that also holds Latin letters, letters of scripts that look like Latin:
+    two probes that differ only there must not print alike."""
+    text = escape_control(name)
+    if text.isascii():
+        return text
+    latin = any(ch.isascii() and ch.isalpha() for ch in text)
+    return "".join(_escaped(ch) if _hidden(ch, latin) else ch for ch in text)
+
+
+def _hidden(ch: str, latin: bool) -> bool:
+    if ch.isascii():
+        return False
+    if unicodedata.category(ch) in ("Cf", "Mn", "Me", "Zs") or not ch.isprintable():
+        return True
+    return latin and ch.isalpha() and unicodedata.name(ch, "").startswith(_LOOKALIKE_SCRIPTS)
 
 
 def printable(message: str) -> str:
@@ -101,7 +126,7 @@ class TerminalPrinter:
     def eval_row(self, row: dict[str, Any], hits: Iterable[str] = ()) -> None:
         passes, evals = row["passed"], row["total_evaluated"]
         # Names come from the input: a probe name must not drive the terminal either.
-        probe, detector = escape_control(str(row["probe"])), escape_control(str(row["detector"]))
+        probe, detector = escape_name(str(row["probe"])), escape_name(str(row["detector"]))
         failrate = 100 * (evals - passes) / evals if evals else 0.0
         out = self.stream
         if self.narrow:
@@ -143,6 +168,6 @@ def judge_abstention_lines(panel: dict[str, Any] | None) -> list[str]:
     for j in (panel or {}).get("judges", ()):
         total = j["unsafe"] + j["safe"] + j["abstained"]
         causes = describe_causes(j.get("abstained_by_cause") or {})
-        line = f"judge {escape_control(j['judge'])}: abstained {j['abstained']}/{total}"
+        line = f"judge {escape_name(j['judge'])}: abstained {j['abstained']}/{total}"
         lines.append(line + (f" ({causes})" if causes else ""))
     return lines
