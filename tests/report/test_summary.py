@@ -122,3 +122,15 @@ def test_the_terminal_summary_prints_names_without_control_characters(
     print_summary(_hostile_report(tmp_path), None)
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\r" not in out and "\\x1b[31mred" in out
+
+
+def test_the_terminal_summary_prints_look_alike_and_invisible_names_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        globals(), "HOSTILE", ("leak.system", "le\u0430k.system", "leak.sys\u200btem")
+    )
+    print_summary(_hostile_report(tmp_path), None)
+    out = capsys.readouterr().out
+    assert "le\\u0430k.system" in out and "leak.sys\\u200btem" in out
+    assert "\u0430" not in out and "\u200b" not in out

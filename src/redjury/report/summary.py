@@ -10,7 +10,7 @@ from typing import Any
 
 from redjury.judges.abstentions import describe_causes
 from redjury.report.digest import ReportData, load_report
-from redjury.report.terminal import escape_control
+from redjury.report.terminal import escape_control, escape_name
 from redjury.stats.small_sample import shown_interval
 
 Table = tuple[str, Sequence[str], list[Sequence[str]]]
@@ -183,10 +183,11 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
         table = RichTable(title=title, title_justify="left")
         for h in head:
             # Headers hold intents from the input too: Text, so no rich markup either.
-            table.add_column(Text(escape_control(h)))
+            table.add_column(Text(escape_name(h)))
         for row in rows:
-            # Probe names and intents come from the input: no markup, no control characters.
-            table.add_row(*(Text(escape_control(c), style=styles.get(c, "")) for c in row))
+            # Probe names and intents come from the input: no markup, no control characters,
+            # no invisible or look-alike letters.
+            table.add_row(*(Text(escape_name(c), style=styles.get(c, "")) for c in row))
         console.print(table)
     if markdown is not None:
         markdown.write_text(markdown_summary(data), encoding="utf-8")
