@@ -89,10 +89,14 @@ def _out_folder(out: Path | None) -> None:
 
 
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """Command-line flags override the config file; the result is validated again."""
-    data = config.model_dump(mode="json", exclude_unset=False)
+    """Command-line flags override the config file; the result is validated again. Only what
+    the file set is carried over, so a setting it left out stays unset (e.g. a judge's
+    `generation.max_tokens`, where a source's own default then applies)."""
+    data = config.model_dump(mode="json", exclude_unset=True)
     data["detectors"] = (
-        None if config.detectors is None else [d.model_dump() for d in config.detectors]
+        None
+        if config.detectors is None
+        else [d.model_dump(exclude_unset=True) for d in config.detectors]
     )
     extra_detectors = overrides.pop("_detectors", [])
     if extra_detectors:
