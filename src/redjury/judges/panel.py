@@ -363,9 +363,14 @@ class JudgePanelDetector(Detector):
         return self.good(summary, **details)
 
     def _upstream_success(self, votes: list[Vote]) -> bool | None:
+        """The verdict with each unreadable answer counted as its source counts it. Only an
+        answer the judge gave is counted: a failed call (no answer) stays an abstention."""
         spec = self.spec
         counted = [
-            0.0 if v.score is None and self._counts_unreadable[v.judge] else v.score for v in votes
+            0.0
+            if v.score is None and v.result.raw is not None and self._counts_unreadable[v.judge]
+            else v.score
+            for v in votes
         ]
         return aggregate_votes(
             counted, spec.aggregation, spec.threshold, spec.require_all_judges
