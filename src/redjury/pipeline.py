@@ -559,6 +559,7 @@ class Run:
                     "detectors": [d.name for d in detectors],
                     "evaluator": self.evaluator.describe(),
                     "python": sys.version.split()[0],
+                    **_upstream_files(detectors),
                 }
             )
         )
@@ -865,7 +866,27 @@ class Run:
             lookup = audit_correction_lookup(
                 cache_dir_of(self.config.evaluation.audit.dataset), detectors
             )
-        return eval_statistics(self.config.reporting, seed, lookup)
+        statistics = eval_statistics(self.config.reporting, seed, lookup)
+        files = _upstream_files(detectors)
+        if not files:
+            return statistics
+
+        def with_files(probe: str, detector: str, tally: DetectorTally) -> dict[str, Any]:
+            extra = statistics(probe, detector, tally)
+            return {**extra, **files} if detector == "judge_panel" else extra
+
+        return with_files
+
+
+def _upstream_files(detectors: list[Detector]) -> dict[str, Any]:
+    """`{"upstream_files": {judge: file, sha256, prompt hashes}}` for the judges that read a
+    source's prompt (`template: upstream`); empty when none did."""
+    files: dict[str, Any] = {}
+    for detector in detectors:
+        found = getattr(detector, "upstream_files", None)
+        if callable(found):
+            files.update(found())
+    return {"upstream_files": files} if files else {}
 
 
 def _import_statistics_soon() -> None:

@@ -48,6 +48,10 @@ class Judge(AskingJudge):
         )
         fields["logprobs"] = s.logprobs
         fields["parsing"] = s.parsing
+        used = scoring.upstream_used()
+        if used is not None:
+            # The hash of the file the prompt was read from: a changed file is another judge.
+            fields["upstream_sha256"] = used["sha256"]
         super().__init__(judge_id, spec, scoring, provider, engine, fields, logprobs=s.logprobs)
         self.models_route = engine.route(
             provider.base_url,
@@ -198,6 +202,8 @@ class JudgePanelDetector(Detector):
             for j in self.judges
             if j.scoring.parsing == "upstream" or j.scoring.uses_upstream_template
         }
+        for judge_id, used in self.upstream_files().items():
+            self._upstream[judge_id]["sha256"] = used["sha256"]
         self._inflight: dict[bytes, asyncio.Future[Vote]] = {}
         self.warnings = self._check()
         for message in self.warnings:
@@ -244,6 +250,12 @@ class JudgePanelDetector(Detector):
         return out
 
     # -- the public surface the runner uses -------------------------------------------
+    def upstream_files(self) -> dict[str, dict[str, Any]]:
+        """judge → the upstream file its prompt was read from and the hashes (run header,
+        eval rows); only judges with `template: upstream` that read one."""
+        used = {j.id: j.scoring.upstream_used() for j in self.judges}
+        return {judge_id: u for judge_id, u in used.items() if u is not None}
+
     def secrets(self) -> list[str]:
         return self.credentials()
 

@@ -209,6 +209,10 @@ class ScoringType:
     def uses_upstream_template(self) -> bool:
         return bool(getattr(self, "_upstream_shape", False))
 
+    def upstream_used(self) -> dict[str, Any] | None:
+        """The upstream file this judge reads its prompt from and its hashes (None: none)."""
+        return self.upstream.used() if self.upstream is not None else None
+
     def part(self, name: str) -> str:
         assert self.upstream is not None, "template: upstream was not fetched"
         return self.upstream.parts[name]

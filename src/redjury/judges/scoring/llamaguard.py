@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from redjury.attempts import Attempt
+from redjury.downloads import sha256_of
 from redjury.judges.config import ScoringSpec
 from redjury.judges.scoring.base import (
     Message,
@@ -77,6 +78,7 @@ class LlamaGuardScoring(VerdictWordScoringType):
     # Llama Guard's prompt is its chat template's output: the server has it, or the user gives
     # it as `upstream.prompt_file` for the completions endpoint.
     _prompt_file: str | None = None
+    _prompt_file_used: dict[str, Any] | None = None
 
     def use_upstream(self, spec: ScoringSpec) -> None:
         super().use_upstream(spec)
@@ -96,8 +98,19 @@ class LlamaGuardScoring(VerdictWordScoringType):
         missing = [f for f in ("{prompt}", "{output}") if f not in text]
         if missing:
             raise UpstreamError(f"{path}: the prompt file lacks {' and '.join(missing)}")
+        found = sha256_of(path)
+        expected = spec.upstream.sha256
+        if expected and found != expected.lower():
+            raise UpstreamError(
+                f"{path}: SHA-256 mismatch of the prompt file: expected {expected}, found "
+                f"{found}. If you trust this file, set scoring.upstream.sha256: {found}"
+            )
         self._prompt_file = text
+        self._prompt_file_used = {"prompt_file": str(path), "sha256": found}
         self.template = Template(f"prompt-file:{path.name}", text, {})
+
+    def upstream_used(self) -> dict[str, Any] | None:
+        return self._prompt_file_used
 
     def render_upstream(self, attempt: Attempt, output: str) -> list[Message]:
         user = attempt.prompt or attempt.goal or NOT_RECORDED
