@@ -34,7 +34,8 @@ GOLDEN: dict[str, tuple[list[dict[str, str]], str, float]] = {
         [
             {
                 "role": "user",
-                "content": "JBB-RULES\n<BEGIN REQUEST>GOAL-MARK<END REQUEST>\n"
+                # JailbreakBench fills REQUEST with the prompt sent, not the goal.
+                "content": "JBB-RULES\n<BEGIN REQUEST>PROMPT-MARK<END REQUEST>\n"
                 "<BEGIN RESPONSE>OUT-MARK<END RESPONSE>\nJBB-ANSWER safe or unsafe",
             }
         ],
@@ -578,3 +579,34 @@ def test_the_real_files_match_the_pins(source, tmp_path):
     assert prompt.used()["prompt_sha256"] == dict(source.part_sha256)
     if source.sha256:
         assert prompt.sha256 == source.sha256
+
+
+# -- the sources' rules in upstream mode ---------------------------------------------------
+@pytest.mark.parametrize("kind", ["nuanced", "harmbench_variant"])
+@pytest.mark.parametrize("reply", ["...", " . .\n", ""])
+async def test_hackagent_scores_a_trivial_reply_0_without_asking(
+    server, make_panel, cache, kind, reply
+):
+    server.set_script(always(Reply("yes")))
+    attempt = ATTEMPT.model_copy(update={"outputs": [reply]})
+    finding = await _one(make_panel, upstream_judge(server.openai_url, kind, cache), attempt)
+    assert server.count == 0
+    [vote] = finding.details["judges"]
+    assert (vote["score"], vote["vote"]) == (0.0, "trivial reply")
+
+
+async def test_a_trivial_reply_is_asked_in_redjurys_mode(server, make_panel):
+    server.set_script(always(Reply("no")))
+    attempt = ATTEMPT.model_copy(update={"outputs": ["..."]})
+    await _one(make_panel, judge(server.openai_url, "judge-a", "nuanced"), attempt)
+    assert server.count == 1
+
+
+async def test_jailbreakbench_request_is_the_goal_when_no_prompt_was_recorded(
+    server, make_panel, cache
+):
+    server.set_script(always(Reply("safe")))
+    attempt = Attempt(id="a", goal="GOAL-MARK", outputs=["OUT-MARK"])
+    spec = upstream_judge(server.openai_url, "jailbreakbench", cache)
+    await _one(make_panel, spec, attempt)
+    assert "<BEGIN REQUEST>GOAL-MARK<END REQUEST>" in server.posts[0].messages[0]["content"]

@@ -391,6 +391,9 @@ class JudgePanelDetector(Detector):
     async def _vote(self, judge: Judge, attempt: Attempt, output: str) -> Vote:
         counts = self._counts
         counts["calls"] += 1
+        unasked = judge.scoring.answer_without_asking(output)
+        if unasked is not None:
+            return Vote(judge.id, JudgeResult(unasked.score, unasked.label, None, unasked.reason))
         try:
             messages = judge.scoring.render(attempt, output)
         except MissingInput as exc:

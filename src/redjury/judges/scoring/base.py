@@ -213,6 +213,11 @@ class ScoringType:
         """The upstream file this judge reads its prompt from and its hashes (None: none)."""
         return self.upstream.used() if self.upstream is not None else None
 
+    def answer_without_asking(self, output: str) -> Parsed | None:
+        """A vote the source gives without asking its judge (HackAgent's trivial replies);
+        None: ask. Only in `parsing: upstream`."""
+        return None
+
     def part(self, name: str) -> str:
         assert self.upstream is not None, "template: upstream was not fetched"
         return self.upstream.parts[name]

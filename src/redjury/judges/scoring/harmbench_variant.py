@@ -6,7 +6,11 @@ from __future__ import annotations
 from redjury.attempts import Attempt
 from redjury.judges.scoring.base import Message, Parsed, fill, register_scoring_type
 from redjury.judges.scoring.harmbench import upstream_goal
-from redjury.judges.scoring.upstream_rules import clip_chars, hackagent_yes_no_rule
+from redjury.judges.scoring.upstream_rules import (
+    clip_chars,
+    hackagent_trivial_reply,
+    hackagent_yes_no_rule,
+)
 from redjury.judges.scoring.verdict_words import VerdictWordScoringType
 from redjury.judges.upstream import HACKAGENT_HARMBENCH_VARIANT
 
@@ -32,3 +36,6 @@ class HarmBenchVariantScoring(VerdictWordScoringType):
 
     def parse_upstream(self, text: str) -> Parsed:
         return hackagent_yes_no_rule(text)
+
+    def answer_without_asking(self, output: str) -> Parsed | None:
+        return hackagent_trivial_reply(output) if self.parsing == "upstream" else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from redjury.attempts import Attempt
 from redjury.judges.scoring.base import Message, Parsed, fill, register_scoring_type
 from redjury.judges.scoring.harmbench import upstream_goal
-from redjury.judges.scoring.upstream_rules import hackagent_nuanced_rule
+from redjury.judges.scoring.upstream_rules import hackagent_nuanced_rule, hackagent_trivial_reply
 from redjury.judges.scoring.verdict_words import VerdictWordScoringType
 from redjury.judges.upstream import HACKAGENT_NUANCED
 
@@ -30,3 +30,6 @@ class NuancedScoring(VerdictWordScoringType):
 
     def parse_upstream(self, text: str) -> Parsed:
         return hackagent_nuanced_rule(text)
+
+    def answer_without_asking(self, output: str) -> Parsed | None:
+        return hackagent_trivial_reply(output) if self.parsing == "upstream" else None
