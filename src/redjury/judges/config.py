@@ -106,8 +106,8 @@ class UpstreamSpec(_Strict):
     sha256: str | None = Field(
         None,
         description=(
-            "Expected SHA-256 of the downloaded file; default the type's pin, else the hash "
-            "recorded on first download."
+            "SHA-256 of the file you trust: replaces redjury's pins (file and prompts), "
+            "needed for another revision; for `prompt_file`, that file's hash."
         ),
     )
     cache_dir: str | None = Field(

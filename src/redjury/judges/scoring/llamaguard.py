@@ -73,7 +73,8 @@ class LlamaGuardScoring(VerdictWordScoringType):
         "Llama Guard would classify that whole message as the user turn); template: upstream "
         "sends the conversation as user / assistant turns to the chat endpoint, where the "
         "server applies the model's own chat template; on the completions endpoint, the "
-        "model's full prompt from upstream.prompt_file"
+        "model's full prompt from upstream.prompt_file; parsing: upstream reads "
+        "llama-cookbook's rule (first line 'safe' is safe, anything else unsafe)"
     )
     # Llama Guard's prompt is its chat template's output: the server has it, or the user gives
     # it as `upstream.prompt_file` for the completions endpoint.
