@@ -14,6 +14,7 @@ from redjury.stats.compare import (
     benjamini_hochberg,
     clustered_rate,
     correction_factor_bounds,
+    correlation_from_sums,
     difference_interval,
     difference_of_rates,
     difference_p_value,
@@ -69,6 +70,43 @@ def _pair_cells(base: float, new: float, rho: float) -> np.ndarray:
     s = np.sqrt(base * (1 - base) * new * (1 - new))
     both = np.clip(base * new + rho * s, max(0.0, base + new - 1), min(base, new))
     return np.array([both, base - both, new - both, 1 - base - new + both])
+
+
+def exact_paired_coverage(base: float, new: float, n: int, rho: float) -> float:
+    """Every 2×2 table of n paired attempts (both, base only, new only, neither), weighted
+    by its multinomial probability, through the same residuals and φ as the comparison."""
+    cell = _pair_cells(base, new, rho)
+    tables = np.array(
+        [(a, b, c, n - a - b - c) for a in range(n + 1) for b in range(n + 1 - a)
+         for c in range(n + 1 - a - b)],
+        dtype=float,
+    )  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(tables > 0, tables * np.log(cell), 0.0)  # 0 · log 0 = 0
+        logs = lgamma(n + 1) + (terms - np.vectorize(lgamma)(tables + 1)).sum(axis=1)
+    weight = np.exp(logs)
+    assert weight.sum() == pytest.approx(1.0)
+    both, base_only, new_only, _ = tables.T
+    k_base, k_new = both + base_only, both + new_only
+    cross = both - k_base * k_new / n  # Σ e_base·e_new = (AD − BC) / N
+    sq_base, sq_new = k_base * (n - k_base) / n, k_new * (n - k_new) / n
+    phi = correlation_from_sums(cross, sq_base, sq_new)
+    lo, hi = difference_interval(k_base / n, n, k_new / n, n, phi)
+    truth = new - base
+    return float((weight * ((lo <= truth + 1e-12) & (truth - 1e-12 <= hi))).sum())
+
+
+PAIRED = [
+    (base, new, n, rho)
+    for n in (10, 30)
+    for base, new in ((0.02, 0.02), (0.5, 0.5), (0.3, 0.1), (0.05, 0.25))
+    for rho in (0.0, 0.5, 0.9)
+]
+
+
+@pytest.mark.parametrize(("base", "new", "n", "rho"), PAIRED)
+def test_paired_interval_covers_exactly(base: float, new: float, n: int, rho: float) -> None:
+    assert exact_paired_coverage(base, new, n, rho) >= GOAL
 
 
 def simulated_coverage(
