@@ -167,3 +167,16 @@ def test_the_api_returns_jsonl_pandas_and_regressions(tmp_path: Path) -> None:
     assert redjury.compare(base, new, margin=0.25).regressions == []
     with pytest.raises(ValueError, match="holm or bh"):
         redjury.compare(base, new, adjust="sidak")
+
+
+def test_results_judged_in_memory_compare_like_their_folders(tmp_path: Path) -> None:
+    base_rows = attempts_with_rates({"A": 0.3}, 40, seed=1)
+    new_rows = attempts_with_rates({"A": 0.1}, 40, seed=2)
+    in_memory = redjury.compare(
+        redjury.evaluate(base_rows, PII_ONLY), redjury.evaluate(new_rows, PII_ONLY)
+    )
+    written = redjury.compare(_run(base_rows, tmp_path / "b"), _run(new_rows, tmp_path / "n"))
+    assert in_memory.base == "BASE" and in_memory.new == "NEW"
+    assert in_memory.rows == written.rows
+    rows_only = redjury.compare(redjury.evaluate(base_rows, PII_ONLY).rows, tmp_path / "n")
+    assert rows_only.rows == written.rows

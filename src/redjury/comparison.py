@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +23,20 @@ class CompareError(ValueError):
     """Runs that cannot be compared (unreadable, or judged differently): exit 2."""
 
 
-class _Row(msgspec.Struct):
-    """The fields of a report row the comparison reads; everything else is skipped."""
+_NULL = msgspec.Raw(b"null")
 
-    entry_type: Any = None
+
+class _Row(msgspec.Struct):
+    """The fields of a report row the comparison reads; everything else is skipped, and the
+    prompt and goal stay undecoded JSON (they are only hashed, to pair attempts)."""
+
+    entry_type: str | None = None
     id: Any = None
     probe: Any = None
     intent: Any = None
-    goal: Any = None
-    prompt: Any = None
-    detector_results: Any = None
+    goal: msgspec.Raw = _NULL
+    prompt: msgspec.Raw = _NULL
+    detector_results: dict[str, list[float | None]] | None = None
     detector: Any = None
     kind: Any = None
     key: Any = None
@@ -43,6 +49,9 @@ class _Row(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Row)
+# Lines decoded at once: their rows are counted into arrays, then dropped.
+CHUNK_BYTES = 8 << 20
+_ROW_INDEX = re.compile(r"\$\[(\d+)\]")
 
 
 @dataclass
@@ -53,20 +62,10 @@ class Vocabulary:
     intents: dict[str, int] = field(default_factory=dict)
 
     @staticmethod
-    def code(table: dict[str, int], name: str) -> int:
-        found = table.get(name)
-        if found is None:
-            found = table[name] = len(table)
-        return found
-
-
-@dataclass
-class _Scores:
-    """One detector's scores of a run, flat, with the attempt each came from."""
-
-    attempts: list[int] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    flat: list[Any] = field(default_factory=list)
+    def codes(table: dict[str, int], names: list[str]) -> list[int]:
+        for name in set(names) - table.keys():
+            table[name] = len(table)
+        return list(map(table.__getitem__, names))
 
 
 @dataclass
@@ -89,57 +88,91 @@ class RunCounts:
         return int(self.probe_of.size)
 
 
+def _name(value: Any, default: str) -> str:
+    return value if type(value) is str else default if value is None else str(value)
+
+
 class _RunReader:
-    """Collects a report's rows into a RunCounts."""
+    """Counts a report's rows into a RunCounts, a chunk of decoded rows at a time."""
 
     def __init__(self, label: str, vocabulary: Vocabulary) -> None:
         self.label = label
         self.vocabulary = vocabulary
         self.header: dict[str, Any] | None = None
-        self.probe_of: list[int] = []
-        self.intent_of: list[int] = []
-        self.id_keys: list[int] = []
-        self.text_keys: list[int] = []
-        self.scores: dict[str, _Scores] = {}
+        self.test: Any = None
+        self.attempts = 0
+        self.columns: dict[str, list[np.ndarray]] = {
+            "probe": [],
+            "intent": [],
+            "id": [],
+            "text": [],
+        }
+        # detector -> [(first attempt, failing per attempt, scored per attempt)] per chunk
+        self.counts: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {}
         self.eval_corrections: dict[str, Any] = {}
         self.audit_counts: dict[str, tuple[int, int, int, int]] = {}
         self._audit_key: str | None = None
 
-    def add(self, row: _Row, where: str) -> None:
-        kind = row.entry_type
-        if kind == "attempt":
-            self._attempt(row, where)
-        elif kind == "eval" and isinstance(row.detector, str):
-            record = row.confidence_correction or row.interval_correction
-            if isinstance(record, dict) and record.get("se") is not None:
-                self.eval_corrections.setdefault(row.detector, record)
-        elif kind == "audit":
-            self._audit(row)
+    def set_header(self, header: dict[str, Any]) -> None:
+        if self.header is None:
+            self.header = header
+            self.test = _failing_test(header)
 
-    def _attempt(self, row: _Row, where: str) -> None:
-        index = len(self.probe_of)
-        probe = str(row.probe or "default")
-        self.probe_of.append(Vocabulary.code(self.vocabulary.probes, probe))
-        intent = row.intent
-        self.intent_of.append(
-            -1 if intent is None else Vocabulary.code(self.vocabulary.intents, str(intent))
-        )
-        self.id_keys.append(hash((probe, str(row.id))) if row.id is not None else 0)
-        self.text_keys.append(hash((probe, str(row.prompt), str(row.goal))))
-        results = row.detector_results
-        if results is None:
-            return
-        if not isinstance(results, dict):
-            raise CompareError(f"{where}: field detector_results: expected an object")
-        for detector, scores in results.items():
-            if not isinstance(scores, list):
-                raise CompareError(f"{where}: field detector_results.{detector}: expected a list")
-            bucket = self.scores.get(detector)
-            if bucket is None:
-                bucket = self.scores[detector] = _Scores()
-            bucket.attempts.append(index)
-            bucket.lengths.append(len(scores))
-            bucket.flat.extend(scores)
+    def add_chunk(self, rows: list[_Row]) -> None:
+        attempts = [r for r in rows if r.entry_type == "attempt"]
+        for row in rows:
+            if row.entry_type == "eval":
+                self._eval(row)
+            elif row.entry_type == "audit":
+                self._audit(row)
+        if attempts:
+            self._attempts(attempts)
+
+    def _attempts(self, rows: list[_Row]) -> None:
+        probes = [_name(r.probe, "default") for r in rows]
+        intents = [_name(r.intent, "") for r in rows]
+        vocab = self.vocabulary
+        self.columns["probe"].append(np.array(Vocabulary.codes(vocab.probes, probes)))
+        codes = np.array(Vocabulary.codes(vocab.intents, intents))
+        none = vocab.intents.get("")
+        self.columns["intent"].append(np.where(codes == none, -1, codes))
+        ids = [r.id for r in rows]
+        self.columns["id"].append(
+            np.array([0 if i is None else hash((p, str(i))) for p, i in zip(probes, ids, strict=True)],
+                     dtype=np.int64)
+        )  # fmt: skip
+        prompts, goals = map(bytes, (r.prompt for r in rows)), map(bytes, (r.goal for r in rows))
+        texts = zip(probes, prompts, goals, strict=True)
+        self.columns["text"].append(np.fromiter(map(hash, texts), np.int64, len(rows)))
+        self._scores([r.detector_results for r in rows])
+        self.attempts += len(rows)
+
+    def _scores(self, results: list[dict[str, list[float | None]] | None]) -> None:
+        names: set[str] = set()
+        for res in results:
+            if res:
+                names.update(res)
+        for name in names:
+            per = [res.get(name) if res else None for res in results]
+            lengths = np.fromiter((len(x) if x else 0 for x in per), np.int64, len(per))
+            scores = np.array(list(chain.from_iterable(x for x in per if x)), dtype=np.float64)
+            owner = np.repeat(np.arange(len(per)), lengths)
+            scored = ~np.isnan(scores)
+            failing = np.zeros(scores.shape, dtype=bool)
+            failing[scored] = self.test(scores[scored])
+            self.counts.setdefault(name, []).append(
+                (
+                    self.attempts,
+                    np.bincount(owner, weights=failing, minlength=len(per)).astype(np.int32),
+                    np.bincount(owner, weights=scored, minlength=len(per)).astype(np.int32),
+                )
+            )
+
+    def _eval(self, row: _Row) -> None:
+        record = row.confidence_correction or row.interval_correction
+        usable = isinstance(record, dict) and record.get("se") is not None
+        if isinstance(row.detector, str) and usable:
+            self.eval_corrections.setdefault(row.detector, record)
 
     def _audit(self, row: _Row) -> None:
         if row.kind == "summary":
@@ -152,22 +185,28 @@ class _RunReader:
     def finish(self) -> RunCounts:
         if self.header is None:
             raise CompareError(f"{self.label}: not a redjury report (no init row)")
-        n = len(self.probe_of)
-        test = _failing_test(self.header)
-        detectors = {
-            name: _per_attempt(bucket, n, test) for name, bucket in sorted(self.scores.items())
-        }
+        detectors = {name: self._per_attempt(name) for name in sorted(self.counts)}
+        column = {k: _joined(v) for k, v in self.columns.items()}
         return RunCounts(
             label=self.label,
             header=self.header,
-            probe_of=np.array(self.probe_of, dtype=np.int64),
-            intent_of=np.array(self.intent_of, dtype=np.int64),
-            id_keys=np.array(self.id_keys, dtype=np.int64),
-            text_keys=np.array(self.text_keys, dtype=np.int64),
+            probe_of=column["probe"],
+            intent_of=column["intent"],
+            id_keys=column["id"],
+            text_keys=column["text"],
             detectors=detectors,
             corrections={name: self._correction(name) for name in detectors},
             vocabulary=self.vocabulary,
         )
+
+    def _per_attempt(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(failing, scored) outputs per attempt of the whole run; None scores are neither."""
+        fails = np.zeros(self.attempts, dtype=np.int32)
+        scored = np.zeros(self.attempts, dtype=np.int32)
+        for first, f, m in self.counts[name]:
+            fails[first : first + f.size] = f
+            scored[first : first + m.size] = m
+        return fails, scored
 
     def _correction(self, detector: str) -> Correction | None:
         record = self.eval_corrections.get(detector)
@@ -184,6 +223,10 @@ class _RunReader:
         return Correction(float(record["se"]), float(record["sp"]), source)
 
 
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
 def _failing_test(header: dict[str, Any]) -> Any:
     """A vectorised `score fails` under the run's verdict policy (the report's init row)."""
     from redjury.evaluators import ThresholdEvaluator, ZeroToleranceEvaluator
@@ -196,19 +239,6 @@ def _failing_test(header: dict[str, Any]) -> Any:
         return lambda s: s != 0.0
     passes = np.frompyfunc(evaluator.test, 1, 1)
     return lambda s: ~np.asarray(passes(s), dtype=bool)
-
-
-def _per_attempt(bucket: _Scores, n: int, test: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(failing, scored) outputs per attempt; None scores are neither."""
-    scores = np.array(bucket.flat, dtype=np.float64)
-    owner = np.repeat(np.array(bucket.attempts, dtype=np.int64), bucket.lengths)
-    scored = ~np.isnan(scores)
-    failing = np.zeros(scores.shape, dtype=bool)
-    failing[scored] = test(scores[scored])
-    return (
-        np.bincount(owner, weights=failing, minlength=n),
-        np.bincount(owner, weights=scored, minlength=n),
-    )
 
 
 RunLike = Any  # a run folder, a report path, a `Results`, or report rows
@@ -224,19 +254,12 @@ def read_run(source: RunLike, vocabulary: Vocabulary, label: str | None = None) 
     rows = getattr(source, "rows", source)
     if not isinstance(rows, Iterable):
         raise CompareError(
-            f"cannot compare a {type(source).__name__}: give a run folder, a "
-            "report path, a Results or its rows"
+            f"cannot compare a {type(source).__name__}: give a run folder, a report path, "
+            "a Results or its rows"
         )
-    return _read_rows(rows, vocabulary, label or "run")
-
-
-def _read_rows(rows: Iterable[Mapping[str, Any]], vocabulary: Vocabulary, label: str) -> RunCounts:
-    reader = _RunReader(label, vocabulary)
-    for number, row in enumerate(rows, 1):
-        if row.get("entry_type") == "init":
-            reader.header = reader.header or dict(row)
-            continue
-        reader.add(msgspec.convert(row, _Row, from_attributes=False), f"{label} row {number}")
+    reader = _RunReader(label or "run", vocabulary)
+    lines = (msgspec.json.encode(row) + b"\n" for row in rows)
+    _read_chunks(iter(lambda: list(islice(lines, 4096)), []), reader, label or "run")
     return reader.finish()
 
 
@@ -248,28 +271,55 @@ def _read_file(path: Path, vocabulary: Vocabulary, label: str | None) -> RunCoun
     reader = _RunReader(label or str(path), vocabulary)
     try:
         with report.open("rb") as fh:
-            _read_lines(fh, reader, report)
+            _read_chunks(iter(lambda: fh.readlines(CHUNK_BYTES), []), reader, str(report))
     except OSError as exc:
         raise CompareError(f"{report}: {exc.strerror or exc}") from None
     return reader.finish()
 
 
-def _read_lines(fh: Any, reader: _RunReader, report: Path) -> None:
-    for number, raw in enumerate(fh, 1):
-        if not raw.endswith(b"\n"):
-            return  # a torn last line: a killed writer
+def _read_chunks(chunks: Iterable[list[bytes]], reader: _RunReader, where: str) -> None:
+    """Decode and count each chunk of lines; a torn last line (a killed writer) is skipped,
+    a row that is not a report row is named by its line."""
+    first_line = 1
+    for lines in chunks:
+        if not lines[-1].endswith(b"\n"):
+            lines.pop()  # only the file's last line can lack its newline
+        if reader.header is None and lines:
+            _read_header(lines[0], reader, where, first_line)
         try:
-            row = _DECODER.decode(raw)
+            rows = _DECODER.decode_lines(b"".join(lines))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise CompareError(f"{report}:{number}: not a report row: {exc}") from None
-        if row.entry_type == "init" and reader.header is None:
-            import orjson
+            raise CompareError(_located(exc, where, first_line, lines)) from None
+        reader.add_chunk(rows)
+        first_line += len(lines)
 
-            reader.header = orjson.loads(raw)
-        elif reader.header is None and row.entry_type in ("attempt", "eval"):
-            raise CompareError(f"{report}:{number}: not a redjury report (no init row first)")
-        else:
-            reader.add(row, f"{report}:{number}")
+
+def _read_header(line: bytes, reader: _RunReader, where: str, number: int) -> None:
+    import orjson
+
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        row = None
+    if not isinstance(row, dict) or row.get("entry_type") != "init":
+        raise CompareError(f"{where}:{number}: not a redjury report (no init row first)")
+    reader.set_header(row)
+
+
+def _located(exc: Exception, where: str, first_line: int, lines: list[bytes]) -> str:
+    """The error of a chunk as `file:line: what`, the line found from the error's row index
+    (validation) or by decoding the lines one by one (broken JSON)."""
+    what, _, at = str(exc).partition(" - at `")
+    found = _ROW_INDEX.match(at)
+    if found is not None:
+        path = at[found.end() :].strip("`.") or "row"
+        return f"{where}:{first_line + int(found.group(1))}: field {path}: {what}"
+    for i, line in enumerate(lines):
+        try:
+            _DECODER.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError) as one:
+            return f"{where}:{first_line + i}: not a report row: {one}"
+    return f"{where}: {exc}"
 
 
 # -- the instruments: what decides a verdict must be the same in both runs ---------------------
