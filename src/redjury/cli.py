@@ -422,6 +422,9 @@ def compare(
     junit: Annotated[
         Path | None, typer.Option("--junit", help="Also write JUnit XML (a regression fails).")
     ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write one HTML page with a forest plot.")
+    ] = None,
     adjust: Annotated[
         str, typer.Option("--adjust", help="p-value adjustment across the table: holm or bh.")
     ] = "holm",
@@ -455,7 +458,7 @@ def compare(
         )
         print_comparison(found.rows, found.base, found.new)
         written = write_outputs(
-            found.rows, found.base, found.new, jsonl=out, markdown=markdown, junit=junit
+            found.rows, found.base, found.new, jsonl=out, markdown=markdown, junit=junit, html=html
         )
     except OSError as exc:
         raise _fail(_os_error(exc)) from None

@@ -156,8 +156,10 @@ def write_outputs(
     jsonl: Path,
     markdown: Path | None = None,
     junit: Path | None = None,
+    html: Path | None = None,
 ) -> list[str]:
-    """Write the JSONL and, when asked, the Markdown and JUnit files; `what: path` for each."""
+    """Write the JSONL and, when asked, the Markdown, JUnit and HTML files; `what: path`
+    for each."""
     jsonl.write_text(comparison_jsonl(rows), encoding="utf-8")
     written = [f"comparison: {jsonl}"]
     if markdown is not None:
@@ -168,4 +170,9 @@ def write_outputs(
         ET.indent(tree)
         tree.write(junit, encoding="utf-8", xml_declaration=True)
         written.append(f"junit: {junit}")
+    if html is not None:
+        from redjury.report.compare_html import write_comparison_html
+
+        write_comparison_html(rows, base, new, html)
+        written.append(f"html: {html}")
     return written
