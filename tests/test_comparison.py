@@ -180,3 +180,24 @@ def test_results_judged_in_memory_compare_like_their_folders(tmp_path: Path) -> 
     assert in_memory.rows == written.rows
     rows_only = redjury.compare(redjury.evaluate(base_rows, PII_ONLY).rows, tmp_path / "n")
     assert rows_only.rows == written.rows
+
+
+def test_attempts_with_different_numbers_of_scores_are_counted_each(tmp_path: Path) -> None:
+    from redjury.comparison import Vocabulary, read_run
+
+    init = {"entry_type": "init", "evaluator": {"type": "threshold", "threshold": 0.5}}
+    attempts = [
+        {"entry_type": "attempt", "id": "1", "probe": "A", "detector_results": {"d": [0.9]}},
+        {
+            "entry_type": "attempt",
+            "id": "2",
+            "probe": "A",
+            "detector_results": {"d": [0.1, None, 0.5]},
+        },
+        {"entry_type": "attempt", "id": "3", "probe": "A", "detector_results": {"e": [1.0]}},
+        {"entry_type": "attempt", "id": "4", "probe": "A"},
+    ]
+    run = read_run([init, *attempts], Vocabulary())
+    fails, scored = run.detectors["d"]
+    assert fails.tolist() == [1, 1, 0, 0] and scored.tolist() == [1, 2, 0, 0]
+    assert run.detectors["e"][0].tolist() == [0, 0, 1, 0]

@@ -154,19 +154,28 @@ class _RunReader:
                 names.update(res)
         for name in names:
             per = [res.get(name) if res else None for res in results]
-            lengths = np.fromiter((len(x) if x else 0 for x in per), np.int64, len(per))
-            scores = np.array(list(chain.from_iterable(x for x in per if x)), dtype=np.float64)
-            owner = np.repeat(np.arange(len(per)), lengths)
+            failing, scored = self._count(per)
+            self.counts.setdefault(name, []).append((self.attempts, failing, scored))
+
+    def _count(self, per: list[list[float | None] | None]) -> tuple[np.ndarray, np.ndarray]:
+        """(failing, scored) outputs of each attempt from its scores (None where unscored)."""
+        lengths = set(map(len, filter(None, per)))
+        if None not in per and len(lengths) == 1:  # every attempt has k scores: one 2-D array
+            scores = np.array(per, dtype=np.float64).reshape(len(per), -1)
             scored = ~np.isnan(scores)
             failing = np.zeros(scores.shape, dtype=bool)
             failing[scored] = self.test(scores[scored])
-            self.counts.setdefault(name, []).append(
-                (
-                    self.attempts,
-                    np.bincount(owner, weights=failing, minlength=len(per)).astype(np.int32),
-                    np.bincount(owner, weights=scored, minlength=len(per)).astype(np.int32),
-                )
-            )
+            return failing.sum(1, dtype=np.int32), scored.sum(1, dtype=np.int32)
+        sizes = np.fromiter((len(x) if x else 0 for x in per), np.int64, len(per))
+        flat = np.array(list(chain.from_iterable(x for x in per if x)), dtype=np.float64)
+        owner = np.repeat(np.arange(len(per)), sizes)
+        ok = ~np.isnan(flat)
+        bad = np.zeros(flat.shape, dtype=bool)
+        bad[ok] = self.test(flat[ok])
+        return (
+            np.bincount(owner, weights=bad, minlength=len(per)).astype(np.int32),
+            np.bincount(owner, weights=ok, minlength=len(per)).astype(np.int32),
+        )
 
     def _eval(self, row: _Row) -> None:
         record = row.confidence_correction or row.interval_correction
