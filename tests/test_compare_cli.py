@@ -73,8 +73,10 @@ def test_markdown_renders_as_a_table_and_junit_fails_the_regression(
 
     md, xml = tmp_path / "c.md", tmp_path / "c.xml"
     proc = redjury("compare", *runs, "--out", tmp_path / "c.jsonl", "--markdown", md,
-                   "--junit", xml, "--adjust", "bh", "--margin", "0.02")  # fmt: skip
+                   "--junit", xml, "--adjust", "bh", "--margin", "0.02",
+                   "--html", tmp_path / "c.html")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "c.html").read_text().count('class="ci"') == 4
     html = MarkdownIt("commonmark").enable(["table"]).render(md.read_text())
     body_rows = re.findall(r"<tr>(.*?)</tr>", html, re.S)
     assert len(body_rows) == 1 + 3 + 1  # the header, three probes, the run overall (no intents)
