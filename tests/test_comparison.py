@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from compare_runs import PII_ONLY, attempts_with_rates
+from redjury_testing import REPO
 
 import redjury
 from redjury.comparison import CompareError, instrument_differences
@@ -201,3 +202,17 @@ def test_attempts_with_different_numbers_of_scores_are_counted_each(tmp_path: Pa
     fails, scored = run.detectors["d"]
     assert fails.tolist() == [1, 1, 0, 0] and scored.tolist() == [1, 2, 0, 0]
     assert run.detectors["e"][0].tolist() == [0, 0, 1, 0]
+
+
+def test_a_pair_neither_run_could_score_is_a_row_not_compared() -> None:
+    example = redjury.evaluate(REPO / "examples" / "attempts.jsonl", {"reporting": {"seed": 1}})
+    found = redjury.compare(example, example)
+    skipped = next(
+        r for r in found.rows
+        if (r["probe"], r["detector"]) == ("injection.indirect", "jailbreak_heuristic")
+    )  # fmt: skip
+    assert skipped["verdict"] == "not_compared" and skipped["base_outputs"] == 0
+    assert skipped["note"] == "nothing scored in BASE or NEW" and skipped["p_adjusted"] is None
+    evals = {(e["probe"], e["detector"]) for e in example.evals}
+    probes = {(r["probe"], r["detector"]) for r in found.rows if r["scope"] == "probe"}
+    assert probes == evals

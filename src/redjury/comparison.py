@@ -80,6 +80,7 @@ class RunCounts:
     id_keys: np.ndarray
     text_keys: np.ndarray
     detectors: dict[str, tuple[np.ndarray, np.ndarray]]
+    present: dict[str, np.ndarray]
     corrections: dict[str, Correction | None]
     vocabulary: Vocabulary
 
@@ -108,7 +109,7 @@ class _RunReader:
             "text": [],
         }
         # detector -> [(first attempt, failing per attempt, scored per attempt)] per chunk
-        self.counts: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+        self.counts: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.eval_corrections: dict[str, Any] = {}
         self.audit_counts: dict[str, tuple[int, int, int, int]] = {}
         self._audit_key: str | None = None
@@ -155,7 +156,8 @@ class _RunReader:
         for name in names:
             per = [res.get(name) if res else None for res in results]
             failing, scored = self._count(per)
-            self.counts.setdefault(name, []).append((self.attempts, failing, scored))
+            present = np.fromiter((x is not None for x in per), bool, len(per))
+            self.counts.setdefault(name, []).append((self.attempts, failing, scored, present))
 
     def _count(self, per: list[list[float | None] | None]) -> tuple[np.ndarray, np.ndarray]:
         """(failing, scored) outputs of each attempt from its scores (None where unscored)."""
@@ -194,7 +196,8 @@ class _RunReader:
     def finish(self) -> RunCounts:
         if self.header is None:
             raise CompareError(f"{self.label}: not a redjury report (no init row)")
-        detectors = {name: self._per_attempt(name) for name in sorted(self.counts)}
+        per_attempt = {name: self._per_attempt(name) for name in sorted(self.counts)}
+        detectors = {name: (f, m) for name, (f, m, _) in per_attempt.items()}
         column = {k: _joined(v) for k, v in self.columns.items()}
         return RunCounts(
             label=self.label,
@@ -204,18 +207,22 @@ class _RunReader:
             id_keys=column["id"],
             text_keys=column["text"],
             detectors=detectors,
+            present={name: p for name, (_, _, p) in per_attempt.items()},
             corrections={name: self._correction(name) for name in detectors},
             vocabulary=self.vocabulary,
         )
 
-    def _per_attempt(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(failing, scored) outputs per attempt of the whole run; None scores are neither."""
+    def _per_attempt(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(failing, scored) outputs per attempt of the whole run (None scores are neither),
+        and whether the detector looked at the attempt at all."""
         fails = np.zeros(self.attempts, dtype=np.int32)
         scored = np.zeros(self.attempts, dtype=np.int32)
-        for first, f, m in self.counts[name]:
+        present = np.zeros(self.attempts, dtype=bool)
+        for first, f, m, p in self.counts[name]:
             fails[first : first + f.size] = f
             scored[first : first + m.size] = m
-        return fails, scored
+            present[first : first + p.size] = p
+        return fails, scored, present
 
     def _correction(self, detector: str) -> Correction | None:
         record = self.eval_corrections.get(detector)
@@ -422,6 +429,7 @@ class _Sums:
     squares: np.ndarray
     residual: np.ndarray
     scored: np.ndarray
+    looked: np.ndarray  # per group: attempts the detector looked at, scored or not
 
 
 def _sums(run: RunCounts, detector: str, group: np.ndarray, size: int) -> _Sums:
@@ -436,7 +444,12 @@ def _sums(run: RunCounts, detector: str, group: np.ndarray, size: int) -> _Sums:
     residual = np.zeros(run.attempts)
     residual[keep] = y - rate[g] * m
     squares = np.bincount(g, weights=residual[keep] ** 2, minlength=size)
-    return _Sums(fails_sum, outputs, attempts, squares, residual, scored > 0)
+    present = run.present.get(detector)
+    looked = np.bincount(g, weights=present[keep], minlength=size) if present is not None else None
+    return _Sums(
+        fails_sum, outputs, attempts, squares, residual, scored > 0,
+        np.zeros(size) if looked is None else looked,
+    )  # fmt: skip
 
 
 def _cross(
@@ -484,7 +497,8 @@ class _Cells:
 
 
 def gather_cells(base: RunCounts, new: RunCounts) -> _Cells:
-    """Every probe × detector, intent × detector and detector overall either run scored."""
+    """Every probe × detector, intent × detector and detector overall either run has (scored
+    or not: a pair neither run could score is a `not_compared` row, as its eval rows say SKIP)."""
     cells = _Cells()
     pairs = pair_attempts(base, new)[:2]
     for detector in sorted(set(base.detectors) | set(new.detectors)):
@@ -493,7 +507,7 @@ def gather_cells(base: RunCounts, new: RunCounts) -> _Cells:
             b, w = _sums(base, detector, gb, size), _sums(new, detector, gn, size)
             cross, paired = _cross(b, w, (gb, gn), pairs, size)
             for i, name in enumerate(names):
-                if b.outputs[i] or w.outputs[i]:
+                if b.looked[i] or w.looked[i]:
                     cells.add(
                         (scope, name, detector),
                         base_fails=b.fails[i], base_outputs=b.outputs[i],
@@ -654,7 +668,9 @@ def _add_differences(
     adjusted = adjust_p_values(p_values, settings.adjust)
     for i, row in enumerate(rows):
         if not comparable[i]:
+            unscored = [side for side in ("BASE", "NEW") if not row[f"{side.lower()}_outputs"]]
             row.update(difference=None, difference_lower=None, difference_upper=None)
+            row["note"] = f"nothing scored in {' or '.join(unscored)}"
             continue
         _difference_fields(row, float(found.lower[i]), float(found.upper[i]), base, new)
     named = verdicts(
