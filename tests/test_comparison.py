@@ -216,3 +216,36 @@ def test_a_pair_neither_run_could_score_is_a_row_not_compared() -> None:
     evals = {(e["probe"], e["detector"]) for e in example.evals}
     probes = {(r["probe"], r["detector"]) for r in found.rows if r["scope"] == "probe"}
     assert probes == evals
+
+
+def test_audit_counts_in_the_report_carry_their_uncertainty() -> None:
+    from redjury.comparison import Vocabulary, read_run
+
+    rows = [
+        {"entry_type": "init", "evaluator": {"type": "threshold", "threshold": 0.5}},
+        {"entry_type": "audit", "kind": "summary", "detector": "judge_panel", "key": "k1"},
+        {"entry_type": "audit", "kind": "panel", "judge": "panel", "tp": 18, "fn": 2, "tn": 27, "fp": 3},
+        {"entry_type": "attempt", "id": "1", "probe": "A", "detector_results": {"judge_panel": [1.0]}},
+        {"entry_type": "eval", "probe": "A", "detector": "judge_panel",
+         "confidence_correction": {"se": 0.9, "sp": 0.9, "source": "audit:k1"}},
+    ]  # fmt: skip
+    correction = read_run(rows, Vocabulary()).corrections["judge_panel"]
+    assert correction is not None and correction.source == "audit:k1"
+    assert (correction.se_counts, correction.sp_counts) == ((18, 2), (27, 3))
+    rows[-1]["confidence_correction"] = {"se": 0.8, "sp": 0.95, "source": "config"}
+    fixed = read_run(rows, Vocabulary()).corrections["judge_panel"]
+    assert fixed is not None and fixed.se_counts is None and (fixed.se, fixed.sp) == (0.8, 0.95)
+
+
+def test_different_corrections_widen_the_interval_and_decide_the_verdict(tmp_path: Path) -> None:
+    audited = {
+        **PII_ONLY,
+        "reporting": {"seed": 1, "detector_metrics": {"pii_leak": {"se": 0.8, "sp": 0.9}}},
+    }
+    base = _run(attempts_with_rates({"A": 0.3}, 100, seed=1), tmp_path / "b", audited)
+    new = _run(attempts_with_rates({"A": 0.2}, 100, seed=2), tmp_path / "n")
+    row = _row(redjury.compare(base, new), "A")  # the same judges, Se/Sp known in one run
+    assert row["correction_differs"] and row["correction"]["source"] == "config"
+    assert row["difference"] == pytest.approx(0.2 - (0.3 + 0.9 - 1) / 0.7)
+    assert row["difference_lower"] < row["difference"] < row["difference_upper"]
+    assert row["verdict"] == "no_change"

@@ -685,6 +685,12 @@ def _add_differences(
         row["adjust"] = settings.adjust
         row["margin"] = settings.margin
         row["verdict"] = named[i] if comparable[i] else "not_compared"
+        if (
+            row.get("correction_differs")
+            and row["difference_lower"] <= 0 <= row["difference_upper"]
+        ):
+            # The p-value tests the raw rates; with two corrections only the interval speaks.
+            row["verdict"] = "no_change"
 
 
 def _difference_fields(
