@@ -16,8 +16,6 @@ import numpy as np
 from redjury.report.digest import evaluator_of, report_path_of
 from redjury.stats.settings import Correction
 
-SCOPES = ("probe", "intent", "overall")
-
 
 class CompareError(ValueError):
     """Runs that cannot be compared (unreadable, or judged differently): exit 2."""
