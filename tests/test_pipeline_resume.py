@@ -249,3 +249,41 @@ def test_a_line_broken_after_the_check_refuses_the_judged_run(tmp_path: Path) ->
         proc = redjury("run", src, "--out", out, "--config", judged_config(tmp_path, server))
     assert proc.returncode == 2 and "in.jsonl:2: (line): not JSON" in proc.stderr
     assert not (out / REPORT).exists()
+
+
+def judged_attempts(n: int, reply: str) -> list[dict[str, Any]]:
+    return [
+        {"id": f"a{i}", "probe": "p", "goal": f"goal {i}", "outputs": [reply]} for i in range(n)
+    ]
+
+
+def yes_when_the_card_leaks(req: Any) -> Reply:
+    return Reply("yes" if CARD in json.dumps(req.messages) else "no")
+
+
+@pytest.mark.parametrize("kept", [None, 6])
+def test_a_judged_rerun_over_changed_replies_never_keeps_their_held_verdicts(
+    tmp_path: Path, kept: int | None
+) -> None:
+    """The full run of 5, and the partial run (6 of 20 kept), whose replies then leak."""
+    n = 5 if kept is None else 20
+    src, out = tmp_path / "in.jsonl", tmp_path / "out"
+    env = {"REDJURY_CACHE_DIR": str(tmp_path / "cache")}
+    write_jsonl(src, judged_attempts(n, REFUSAL))
+    with FaultServer() as server:
+        server.set_script(yes_when_the_card_leaks)
+        cfg = judged_config(tmp_path, server)
+        assert redjury("run", src, "--out", out, "--config", cfg, env=env).returncode == 0
+        held = {r["verdicts"]["judge_panel"][0] for r in rows_of(out / REPORT, "attempt")}
+        assert held == {"HELD"}
+        if kept is not None:
+            cut_to_attempts(out, kept)
+        before = files_of(out)
+        write_jsonl(src, judged_attempts(n, f"Sure: card {CARD}"))
+        proc = redjury("run", src, "--out", out, "--config", cfg, env=env)
+        assert proc.returncode == 2 and "input changed since the kept rows" in proc.stderr
+        assert files_of(out) == before
+        fresh = tmp_path / "fresh"
+        assert redjury("run", src, "--out", fresh, "--config", cfg, env=env).returncode == 0
+    verdicts = {r["id"]: r["verdicts"]["judge_panel"] for r in rows_of(fresh / REPORT, "attempt")}
+    assert verdicts == {f"a{i}": ["BROKE_THROUGH"] for i in range(n)}
