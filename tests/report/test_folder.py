@@ -147,3 +147,12 @@ def test_outputs_written_beside_a_link_replace_the_link_not_its_target(tmp_path:
     assert precious.read_text() == "keep me\n"
     assert not target.is_symlink() and "<testsuites" in target.read_text()
     assert rows_of(out / REPORT, "completion")
+
+
+def test_markdown_to_a_pipe_or_device_is_written_not_replaced(tmp_path: Path) -> None:
+    src, out = write_jsonl(tmp_path / "in.jsonl", attempts(3)), tmp_path / "out"
+    assert redjury("run", src, "--out", out, "--junit", os.devnull).returncode == 0
+    assert Path(os.devnull).is_char_device()
+    proc = redjury("summary", out, "--markdown", "/dev/stdout")
+    assert proc.returncode == 0, proc.stderr
+    assert "## redjury results" in proc.stdout

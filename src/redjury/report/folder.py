@@ -76,7 +76,9 @@ def same_path(a: Path, b: Path) -> bool:
 def output_problem(target: Path, protected: Iterable[tuple[Path, str]]) -> str | None:
     """Why `target` may not be written: a symbolic link, or one of the `protected` files
     (the run's inputs, its report: each with what it is), by name or as the same file."""
-    if target.is_symlink():
+    # A link to a device or a pipe (/dev/stdout) destroys nothing; one to a file, or to
+    # nothing yet, would have the run write where the link's maker chose.
+    if target.is_symlink() and (target.is_file() or not target.exists()):
         return "is a symbolic link; redjury does not write through links (remove it)"
     for path, what in protected:
         if same_path(path, target):
@@ -87,7 +89,10 @@ def output_problem(target: Path, protected: Iterable[tuple[Path, str]]) -> str |
 def write_replacing(target: Path, write: Callable[[Path], object]) -> Path:
     """Have `write` fill a new file beside `target`, then put it in `target`'s place: a
     symbolic link planted at `target` is replaced, never written through, and a reader
-    never sees half a file."""
+    never sees half a file. A device or a pipe is written as it is, never replaced."""
+    if target.exists() and not target.is_file():  # a device or a pipe: /dev/stdout, /dev/null
+        write(target)
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     # A new file (never one planted there), with the permissions the umask gives.
