@@ -287,3 +287,15 @@ def test_a_judged_rerun_over_changed_replies_never_keeps_their_held_verdicts(
         assert redjury("run", src, "--out", fresh, "--config", cfg, env=env).returncode == 0
     verdicts = {r["id"]: r["verdicts"]["judge_panel"] for r in rows_of(fresh / REPORT, "attempt")}
     assert verdicts == {f"a{i}": ["BROKE_THROUGH"] for i in range(n)}
+
+
+def test_evaluate_judges_only_the_records_it_checked(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", judged_attempts(3, REFUSAL))
+    added = ["{not json", json.dumps(judged_attempts(1, REFUSAL)[0])]
+    with FaultServer(listing=False) as server:
+        server.set_script(grows_at_first_request(src, added))
+        config = json.loads(judged_config(tmp_path, server).read_text())
+        results = rj.evaluate(src, config, out=tmp_path / "out", cache_path=tmp_path / "c.db")
+    assert [r["id"] for r in results.attempts] == ["a0", "a1", "a2"]
+    assert results.input_error_rows == []
+    assert "2 input records written after the input was checked" in results.summary()

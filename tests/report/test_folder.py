@@ -156,3 +156,16 @@ def test_markdown_to_a_pipe_or_device_is_written_not_replaced(tmp_path: Path) ->
     proc = redjury("summary", out, "--markdown", "/dev/stdout")
     assert proc.returncode == 0, proc.stderr
     assert "## redjury results" in proc.stdout
+
+
+def test_evaluate_refuses_an_output_that_is_its_input(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", attempts(3))
+    original = src.read_bytes()
+    with pytest.raises(RunError, match="is an input file of this run"):
+        rj.evaluate(src, {"reporting": {"junit": str(src)}}, out=tmp_path / "out")
+    out = tmp_path / "out"
+    rj.evaluate(src, out=out)
+    report = (out / REPORT).read_bytes()
+    with pytest.raises(RunError, match="is this run's report, not an input"):
+        rj.evaluate(out / REPORT, out=out)
+    assert src.read_bytes() == original and (out / REPORT).read_bytes() == report
