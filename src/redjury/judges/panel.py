@@ -31,7 +31,9 @@ class PanelWarning(UserWarning):
 class Judge(AskingJudge):
     """One configured judge: unique id, scoring type, provider, route and fingerprint."""
 
-    def __init__(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> None:
+    def __init__(
+        self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine, *, cache_per_server: bool = True
+    ) -> None:
         s = spec.scoring
         try:
             scoring = get_scoring_type(s.type).from_spec(s)
@@ -48,7 +50,16 @@ class Judge(AskingJudge):
         )
         fields["logprobs"] = s.logprobs
         fields["parsing"] = s.parsing
-        super().__init__(judge_id, spec, scoring, provider, engine, fields, logprobs=s.logprobs)
+        super().__init__(
+            judge_id,
+            spec,
+            scoring,
+            provider,
+            engine,
+            fields,
+            logprobs=s.logprobs,
+            cache_per_server=cache_per_server,
+        )
         self.models_route = engine.route(
             provider.base_url,
             provider.models_path,
@@ -170,13 +181,18 @@ class JudgePanelDetector(Detector):
             max_retries=self.spec.max_retries,
             retry_base_delay=self.spec.retry_base_delay,
             retry_max_delay=self.spec.retry_max_delay,
+            max_answer_bytes=self.spec.max_answer_bytes,
         )
         ids = [
             j.id or i for j, i in zip(self.spec.judges, judge_ids(self.spec.judges), strict=True)
         ]
         if len(set(ids)) != len(ids):
             raise ValueError(f"judge ids are not unique: {ids}")
-        self.judges = [Judge(i, j, self.engine) for i, j in zip(ids, self.spec.judges, strict=True)]
+        per_server = self.spec.cache_per_server
+        self.judges = [
+            Judge(i, j, self.engine, cache_per_server=per_server)
+            for i, j in zip(ids, self.spec.judges, strict=True)
+        ]
         self.fingerprint = digest(
             {
                 "judges": [j.fingerprint for j in self.judges],
