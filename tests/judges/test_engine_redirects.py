@@ -69,3 +69,13 @@ async def test_a_relative_redirect_is_not_followed_either(server, make_panel):
     assert server.count == 1
     reason = finding.details["abstained"]["harmbench:judge-a"]
     assert reason.startswith(f"HTTP 301: redirect to {server.url}/elsewhere not followed")
+
+
+async def test_the_server_check_names_a_redirect(second_server, make_panel):
+    with FaultServer(redirect=(302, f"{second_server.url}/v1/models")) as first:
+        panel = make_panel([judge(first.openai_url)])
+        status = await panel.check_servers()
+        await panel.aclose()
+    assert second_server.requests == []
+    [cause] = status.values()
+    assert cause is not None and cause.startswith(f"HTTP 302: redirect to {second_server.url}")

@@ -17,7 +17,7 @@ from redjury.judges.asking import AskingJudge, JudgeResult, digest, fingerprint_
 from redjury.judges.cache import JudgeCache, default_cache_path
 from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
-from redjury.judges.engine import JudgeEngine
+from redjury.judges.engine import JudgeEngine, redirect_refused
 from redjury.judges.providers import provider_for
 from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
 from redjury.judges.upstream import UpstreamError
@@ -291,7 +291,9 @@ class JudgePanelDetector(Detector):
                 continue
             try:
                 r = await self.engine.get(judge.models_route)
-                results[url] = None if r.status < 400 else f"HTTP {r.status}"
+                results[url] = None if r.status < 300 else f"HTTP {r.status}"
+                if 300 <= r.status < 400:
+                    results[url] = redirect_refused(r, judge.models_route.url)
             except Exception as exc:
                 results[url] = judge.masked(
                     JudgeResult(None, reason=f"{type(exc).__name__}: {exc}")
