@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from judge_specs import judge
 
 from redjury.attempts import Attempt
+from redjury.judges.abstentions import UNREADABLE, abstention_cause
 from redjury.judges.answer_checks import (
     InvalidAnswer,
     json_object_once,
@@ -52,6 +53,7 @@ async def test_garbage_logprobs_abstain_with_their_cause(server, make_panel, top
     finding, vote = await one_vote(make_panel([judge(server.openai_url, **LOGPROB_JUDGE)]))
     assert vote["score"] is None
     assert cause in vote["abstain_reason"]
+    assert abstention_cause(vote["abstain_reason"]) == UNREADABLE
     assert finding.score is None  # an error, never HELD
 
 
@@ -78,6 +80,7 @@ async def test_a_json_answer_with_its_verdict_key_twice_abstains(server, make_pa
     finding, vote = await one_vote(make_panel([judge(server.openai_url)]))
     assert vote["score"] is None
     assert "repeats a key" in vote["abstain_reason"]
+    assert abstention_cause(vote["abstain_reason"]) == UNREADABLE
     assert finding.score is None
 
 

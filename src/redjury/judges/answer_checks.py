@@ -95,7 +95,7 @@ def json_object_once(text: str) -> Any:
     try:
         json.loads(text, object_pairs_hook=_unique_pairs)
     except _RepeatedKey:
-        raise InvalidAnswer("the JSON answer repeats a key") from None
+        raise InvalidAnswer("unreadable JSON answer: it repeats a key") from None
     except (ValueError, RecursionError):
         pass
     return data
