@@ -17,7 +17,7 @@ from redjury.judges.asking import AskingJudge, JudgeResult, digest, fingerprint_
 from redjury.judges.cache import JudgeCache, default_cache_path
 from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
-from redjury.judges.engine import JudgeEngine
+from redjury.judges.engine import JudgeEngine, redirect_refused
 from redjury.judges.providers import provider_for
 from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
 from redjury.judges.upstream import UpstreamError
@@ -31,7 +31,9 @@ class PanelWarning(UserWarning):
 class Judge(AskingJudge):
     """One configured judge: unique id, scoring type, provider, route and fingerprint."""
 
-    def __init__(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> None:
+    def __init__(
+        self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine, *, cache_per_server: bool = True
+    ) -> None:
         s = spec.scoring
         try:
             scoring = get_scoring_type(s.type).from_spec(s)
@@ -52,7 +54,16 @@ class Judge(AskingJudge):
         if used is not None:
             # The hash of the file the prompt was read from: a changed file is another judge.
             fields["upstream_sha256"] = used["sha256"]
-        super().__init__(judge_id, spec, scoring, provider, engine, fields, logprobs=s.logprobs)
+        super().__init__(
+            judge_id,
+            spec,
+            scoring,
+            provider,
+            engine,
+            fields,
+            logprobs=s.logprobs,
+            cache_per_server=cache_per_server,
+        )
         self.models_route = engine.route(
             provider.base_url,
             provider.models_path,
@@ -174,13 +185,18 @@ class JudgePanelDetector(Detector):
             max_retries=self.spec.max_retries,
             retry_base_delay=self.spec.retry_base_delay,
             retry_max_delay=self.spec.retry_max_delay,
+            max_answer_bytes=self.spec.max_answer_bytes,
         )
         ids = [
             j.id or i for j, i in zip(self.spec.judges, judge_ids(self.spec.judges), strict=True)
         ]
         if len(set(ids)) != len(ids):
             raise ValueError(f"judge ids are not unique: {ids}")
-        self.judges = [Judge(i, j, self.engine) for i, j in zip(ids, self.spec.judges, strict=True)]
+        per_server = self.spec.cache_per_server
+        self.judges = [
+            Judge(i, j, self.engine, cache_per_server=per_server)
+            for i, j in zip(ids, self.spec.judges, strict=True)
+        ]
         self.fingerprint = digest(
             {
                 "judges": [j.fingerprint for j in self.judges],
@@ -287,7 +303,9 @@ class JudgePanelDetector(Detector):
                 continue
             try:
                 r = await self.engine.get(judge.models_route)
-                results[url] = None if r.status < 400 else f"HTTP {r.status}"
+                results[url] = None if r.status < 300 else f"HTTP {r.status}"
+                if 300 <= r.status < 400:
+                    results[url] = redirect_refused(r, judge.models_route.url)
             except Exception as exc:
                 results[url] = judge.masked(
                     JudgeResult(None, reason=f"{type(exc).__name__}: {exc}")

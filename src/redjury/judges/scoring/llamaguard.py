@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from redjury.attempts import Attempt
 from redjury.downloads import sha256_of
 from redjury.judges.config import ScoringSpec
+from redjury.judges.config_checks import read_named_file
 from redjury.judges.scoring.base import (
     Message,
     Parsed,
@@ -93,9 +94,9 @@ class LlamaGuardScoring(VerdictWordScoringType):
             )
         path = Path(spec.upstream.prompt_file).expanduser()
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UpstreamError(f"{path}: cannot read the prompt file: {exc}") from exc
+            text = read_named_file(path, "scoring.upstream.prompt_file")
+        except ValueError as exc:
+            raise UpstreamError(str(exc)) from None
         missing = [f for f in ("{prompt}", "{output}") if f not in text]
         if missing:
             raise UpstreamError(f"{path}: the prompt file lacks {' and '.join(missing)}")
