@@ -70,6 +70,20 @@ def test_evaluate_reports_a_bad_dict_by_its_position() -> None:
     assert "<attempts>:2: id:" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("bad", "where"),
+    [
+        ({"id": "a", "outputs": ["x"], 1: "y"}, "<attempts>:1: (attempt): a top-level key"),
+        ({"id": "a", "outputs": ["x"], "usage": {1: 10}}, "<attempts>:1: usage: a key is not"),
+    ],
+)
+def test_evaluate_refuses_a_key_that_is_not_text(bad: dict[Any, Any], where: str) -> None:
+    # Dropped without a word before: usage {1: 10} read as no usage, so a budget went unchecked.
+    with pytest.raises(redjury.InputError) as info:
+        redjury.evaluate([bad])
+    assert where in str(info.value)
+
+
 def test_evaluate_with_out_writes_the_same_folder_as_the_cli(tmp_path: Path) -> None:
     garak = _garak_report(tmp_path / "garak.report.jsonl")
     cli = run_cli("run", garak, "--out", tmp_path / "cli", "--seed", "9")

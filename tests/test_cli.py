@@ -142,3 +142,32 @@ def test_the_command_skips_the_interpreters_teardown(tmp_path: Path) -> None:
     code = f"{before}\nimport sys\nfrom redjury.cli import main\nsys.argv = ['redjury', '--help']\nmain()\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0 and marker.read_text() == "freed"
+
+
+def test_command_line_overrides_leave_what_the_file_did_not_set_unset(tmp_path: Path) -> None:
+    """Overrides are applied to what the file set, not to a dump of every default: a judge's
+    generation fields the file left out stay unset (a source's own default then applies)."""
+    from redjury.cli import apply_overrides
+    from redjury.config import load_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "detectors": [{"type": "latency", "budget_ms": 5}],
+                "evaluation": {"judges": [{"name": "m", "generation": {"seed": 3}}]},
+            }
+        )
+    )
+    loaded = load_config(config)
+    cfg = apply_overrides(loaded, {"evaluator.threshold": 0.25, "_detectors": []})
+    assert cfg.evaluator.threshold == 0.25
+    [judge] = cfg.evaluation.judges
+    assert judge.generation.model_fields_set == {"seed"} and judge.generation.seed == 3
+    assert judge.scoring.model_fields_set == set()
+    assert (
+        cfg.model_dump()
+        == loaded.model_copy(
+            update={"evaluator": loaded.evaluator.model_copy(update={"threshold": 0.25})}
+        ).model_dump()
+    )

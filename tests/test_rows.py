@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from redjury.attempts import Attempt
 from redjury.detectors.base import Finding, Verdict
 from redjury.redaction import Redactor
-from redjury.rows import ROW_FIELDS, AttemptScorer
+from redjury.rows import ROW_FIELDS, AttemptScorer, content_hash
 
 _TEXT = st.text(max_size=6)
 _OPTIONAL = {
@@ -49,7 +49,7 @@ def _attempts(draw: st.DrawFn) -> Attempt:
 
 def _expected_row(attempt: Attempt) -> dict[str, Any]:
     """The row as the model's own dump gives it: every set field (not None, not an
-    empty dict) in the model's order, then the given scores."""
+    empty dict) in the model's order, the hash of what was judged, then the given scores."""
     dumped = attempt.model_dump()
     row: dict[str, Any] = {"entry_type": "attempt", "status": 2, "id": "a1", "probe": "p.P"}
     for key in ROW_FIELDS:
@@ -59,6 +59,7 @@ def _expected_row(attempt: Attempt) -> dict[str, Any]:
         row[key] = dumped[key]
         if key == "usage":
             row[key] = attempt.usage.model_dump(exclude_none=True)  # type: ignore[union-attr]
+    row["content_hash"] = content_hash(attempt)
     row["detector_results"] = dumped["detector_results"]
     row["verdicts"] = {}
     return row
@@ -113,3 +114,24 @@ def test_a_row_with_nothing_to_mask_shares_the_attempts_values() -> None:
     attempt = Attempt(id="a", outputs=["x"], notes={"triggers": ["t"]})
     row = AttemptScorer([], Redactor(), Redactor(), True).row(attempt, {})
     assert row["outputs"] is attempt.outputs and row["notes"] is attempt.notes
+
+
+@settings(max_examples=200, deadline=None)
+@given(_attempts(), _attempts())
+def test_the_content_hash_tells_apart_attempts_whose_rows_differ(a: Attempt, b: Attempt) -> None:
+    """Two attempts get the same content hash exactly when their rows, given scores
+    included, are the same: a resumed run never keeps a verdict for changed replies."""
+    scorer = AttemptScorer([], Redactor(), Redactor(), False)
+    row_a, row_b = scorer.row(a, {}), scorer.row(b, {})
+    same_hash = row_a.pop("content_hash") == row_b.pop("content_hash")
+    assert same_hash == (row_a == row_b)
+
+
+def test_a_changed_reply_or_given_score_changes_the_content_hash() -> None:
+    base = {"id": "a", "outputs": ["I can't help with that."]}
+    first = content_hash(Attempt.model_validate(base))
+    assert first == content_hash(Attempt.model_validate(dict(base)))
+    leak = {**base, "outputs": ["Card 4539 1488 0343 6467"]}
+    assert content_hash(Attempt.model_validate(leak)) != first
+    scored = {**base, "detector_results": {"d.D": [0.0]}}
+    assert content_hash(Attempt.model_validate(scored)) != first

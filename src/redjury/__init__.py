@@ -6,6 +6,7 @@ The public API (everything else is private by convention):
 - `detect` / `adetect`: score one reply inline; `judge_panel` builds a config's panel;
 - `audit`: measure the judges against human labels;
 - `write_html`, `print_summary`: the HTML report and the breakdowns of a run folder;
+- `compare`: did a new run get safer than an earlier one (`Comparison`), and how sure are we;
 - `Attempt`, `RunConfig`, `load_config`: the records and the configuration;
 - `detectors`, `scoring_types`: the plugin registries, to list and register from code.
 """
@@ -29,6 +30,7 @@ from redjury.api import (  # noqa: E402
     write_html,
 )
 from redjury.api import audit as audit  # noqa: E402
+from redjury.api_compare import Comparison, compare  # noqa: E402
 from redjury.attempts import Attempt, Turn, Usage  # noqa: E402
 from redjury.config import ConfigError, RunConfig, load_config  # noqa: E402
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict  # noqa: E402
@@ -37,6 +39,7 @@ from redjury.pipeline import RunError  # noqa: E402
 
 __all__ = [
     "Attempt",
+    "Comparison",
     "ConfigError",
     "Detection",
     "Detections",
@@ -55,6 +58,7 @@ __all__ = [
     "adetect",
     "aevaluate",
     "audit",
+    "compare",
     "detect",
     "detectors",
     "evaluate",

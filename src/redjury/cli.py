@@ -89,10 +89,14 @@ def _out_folder(out: Path | None) -> None:
 
 
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """Command-line flags override the config file; the result is validated again."""
-    data = config.model_dump(mode="json", exclude_unset=False)
+    """Command-line flags override the config file; the result is validated again. Only what
+    the file set is carried over, so a setting it left out stays unset (e.g. a judge's
+    `generation.max_tokens`, where a source's own default then applies)."""
+    data = config.model_dump(mode="json", exclude_unset=True)
     data["detectors"] = (
-        None if config.detectors is None else [d.model_dump() for d in config.detectors]
+        None
+        if config.detectors is None
+        else [d.model_dump(exclude_unset=True) for d in config.detectors]
     )
     extra_detectors = overrides.pop("_detectors", [])
     if extra_detectors:
@@ -405,6 +409,71 @@ def calibrate(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"calibration: {output} ({sum(1 for k in data if '/' in k)} probe/detector pairs)")
+
+
+@app.command()
+def compare(
+    base: Annotated[
+        Path, typer.Argument(help="The earlier run: a run folder or its report JSONL.")
+    ],
+    new: Annotated[Path, typer.Argument(help="The later run: a run folder or its report JSONL.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Where to write the comparison rows (JSONL).")
+    ] = Path("redjury.compare.jsonl"),
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write the table as Markdown here.")
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option("--junit", help="Also write JUnit XML (a regression fails).")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write one HTML page with a forest plot.")
+    ] = None,
+    adjust: Annotated[
+        str, typer.Option("--adjust", help="p-value adjustment across the table: holm or bh.")
+    ] = "holm",
+    margin: Annotated[
+        float, typer.Option("--margin", help="A change must also exceed this (0.02 = 2 points).")
+    ] = 0.0,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Level of the intervals and tests.")
+    ] = 0.95,
+    allow_different_judges: Annotated[
+        bool,
+        typer.Option("--allow-different-judges", help="Compare runs judged differently."),
+    ] = False,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option("--fail-on-regression", help="Exit 4 on a significant regression."),
+    ] = False,
+) -> None:
+    """Did NEW get safer than BASE? NEW − BASE attack-success rates with intervals and verdicts."""
+    from redjury.api_compare import compare as compare_runs
+    from redjury.report.compare import print_comparison, table_cells, write_outputs
+
+    try:
+        found = compare_runs(
+            base,
+            new,
+            margin=margin,
+            adjust=adjust,
+            confidence=confidence,
+            allow_different_judges=allow_different_judges,
+        )
+        print_comparison(found.rows, found.base, found.new)
+        written = write_outputs(
+            found.rows, found.base, found.new, jsonl=out, markdown=markdown, junit=junit, html=html
+        )
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    for line in written:
+        _echo(line)
+    if fail_on_regression and found.regressions:
+        for row in found.regressions:
+            _echo(f"gate failed: regression: {' '.join(table_cells(row)[1:8])}")
+        raise typer.Exit(EXIT_GATE)
 
 
 @app.command()

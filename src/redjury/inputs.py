@@ -725,6 +725,8 @@ class AttemptList:
         for index, item in enumerate(self.items, 1):
             if isinstance(item, Attempt):
                 yield InputRecord(self.name, index, item)
+            elif (problem := _key_not_text(item)) is not None:
+                yield _line_error(self.name, index, *problem)
             else:
                 yield redjury_record(self.name, index, item)
 
@@ -734,6 +736,17 @@ class AttemptList:
     def empty_reason(self) -> str:
         """Why there is nothing to judge."""
         return f"{self.name}: no attempts to judge (none were given)"
+
+
+def _key_not_text(item: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, reason) for a key that is not text in a dict from Python (no JSON line has
+    one): the model would drop it without a word, and `usage` would read as no usage."""
+    if any(type(key) is not str for key in item):
+        return "(attempt)", "a top-level key is not text; attempt keys are field names"
+    usage = item.get("usage")
+    if isinstance(usage, dict) and any(type(key) is not str for key in usage):
+        return "usage", "a key is not text; usage keys are prompt_tokens, completion_tokens…"
+    return None
 
 
 def check_inputs(inputs: AttemptSource) -> tuple[int, list[LineError], int]:

@@ -8,6 +8,7 @@ the Python API compose the same parts.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gc
 import hashlib
@@ -15,6 +16,7 @@ import importlib
 import json
 import os
 import secrets as pysecrets
+import shutil
 import sys
 import threading
 import uuid
@@ -39,11 +41,11 @@ from redjury.inputs import (
     InputRecord,
     InputSet,
     LineError,
-    check_inputs,
     path_problem,
 )
 from redjury.redaction import run_redactors, without_url_credentials
 from redjury.report.digest import DigestBuilder
+from redjury.report.folder import FolderBusy, FolderLock, output_problem, same_path
 from redjury.report.jsonl import (
     HITLOG_NAME,
     REPORT_NAME,
@@ -54,7 +56,7 @@ from redjury.report.jsonl import (
     read_rows,
 )
 from redjury.report.terminal import TerminalPrinter
-from redjury.rows import AttemptScorer, is_async
+from redjury.rows import AttemptScorer, content_hash, is_async
 
 if TYPE_CHECKING:
     import asyncio
@@ -77,6 +79,8 @@ MAX_PENDING = 512
 # resume may change them. Everything else in the config is part of the fingerprint.
 _PRESENTATION = frozenset({"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"})
 EXIT_INTERRUPTED = 130
+# How to start again when a run folder cannot be resumed.
+FRESH_START = "choose another --out, or delete the folder"
 
 
 class RunError(Exception):
@@ -161,6 +165,13 @@ def config_fingerprint(config: RunConfig) -> str:
     ]
 
 
+def inputs_fingerprint(paths: Sequence[Path]) -> str:
+    """A hash of the input files, in order, by their full paths: a resume must match it
+    (another file given, or one left out, is another run)."""
+    names = [str(Path(p).resolve()) for p in paths]
+    return hashlib.sha256(json.dumps(names).encode()).hexdigest()[:16]
+
+
 def build_detectors(options: RunOptions) -> list[Detector]:
     detectors: list[Detector] = [cls(params) for cls, params in detector_specs(options)]
     if options.config.evaluation.judges:
@@ -200,7 +211,12 @@ def detector_specs(options: RunOptions) -> list[tuple[type[Detector], Any]]:
 
 @dataclass
 class RunOutput:
-    """Where rows go: the report and the hitlog, files or lists, with a rollback point."""
+    """Where rows go: the report and the hitlog, files or lists, with a way back.
+
+    A resumed run writes the report anew (header, kept rows, then its own) while the
+    earlier report and hitlog are set aside (`*.prev`, a hard link where the system allows):
+    a run that fails puts them back as they were; one that ends, or is interrupted, drops
+    them."""
 
     report: RowSink
     hitlog: RowSink
@@ -209,6 +225,9 @@ class RunOutput:
     # Files this run created (removed again when the input is refused before judging).
     created: bool = False
     _marks: tuple[int, int] = (0, 0)
+    # (file, its earlier version set aside or None where there was none).
+    set_aside: list[tuple[Path, Path | None]] = field(default_factory=list)
+    committed: bool = False
 
     @classmethod
     def in_memory(cls) -> RunOutput:
@@ -218,10 +237,13 @@ class RunOutput:
     def open_files(
         cls, out_dir: Path, header: dict[str, Any], kept: list[dict[str, Any]]
     ) -> RunOutput:
-        """Rewrite the report as header + kept rows (drops a torn line and old summaries)."""
+        """Write the report as header + kept rows (drops a torn line and old summaries)."""
         report_path, hitlog_path = out_dir / REPORT_NAME, out_dir / HITLOG_NAME
         created = not report_path.exists()
         out_dir.mkdir(parents=True, exist_ok=True)
+        set_aside = []
+        if not created:  # the report is replaced below; the hitlog must not be truncated
+            set_aside = [_set_aside(report_path), _set_aside(hitlog_path, unlink=True)]
         tmp = report_path.with_suffix(".tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             fh.write(dumps(header) + "\n")
@@ -231,20 +253,48 @@ class RunOutput:
         # Flushed once per window of attempts: a kill loses at most the window in progress.
         report = JsonlWriter(report_path, "a", flush_every=0, sync_every=SYNC_BYTES)
         hitlog = JsonlWriter(hitlog_path, "w", flush_every=0, sync_every=SYNC_BYTES)
-        return cls(report, hitlog, report_path, hitlog_path, created)
+        return cls(report, hitlog, report_path, hitlog_path, created, set_aside=set_aside)
 
     def mark(self) -> None:
         """Remember the current end of both files: `rollback` returns to it."""
         self._marks = (self.report.tell(), self.hitlog.tell())
 
     def rollback(self) -> None:
-        """Undo everything written since `mark` (and the files themselves if this run made them)."""
-        self.report.truncate(self._marks[0])
-        self.hitlog.truncate(self._marks[1])
+        """Undo this run's writing: the files as they were before it (none, for a new
+        report; in memory, the rows as they were at `mark`)."""
+        if self.committed:
+            return
+        if self.report_path is None:
+            self.report.truncate(self._marks[0])
+            self.hitlog.truncate(self._marks[1])
         self.close()
         if self.created and self.report_path is not None and self.hitlog_path is not None:
             self.report_path.unlink(missing_ok=True)
             self.hitlog_path.unlink(missing_ok=True)
+        for path, earlier in self.set_aside:
+            if earlier is None:
+                path.unlink(missing_ok=True)
+            else:
+                os.replace(earlier, path)
+        self.set_aside = []
+
+    def commit(self) -> None:
+        """What this run wrote stays: the earlier files set aside are dropped."""
+        self.committed = True
+        for _, earlier in self.set_aside:
+            if earlier is not None:
+                earlier.unlink(missing_ok=True)
+        self.set_aside = []
+
+    def check_still_there(self) -> None:
+        """The report and hitlog are still the files this run opened (not removed or
+        replaced with their folder during the run)."""
+        for writer in (self.report, self.hitlog):
+            if isinstance(writer, JsonlWriter) and not writer.still_at_path():
+                raise RunError(
+                    f"{writer.path}: removed or replaced during the run (was the run "
+                    "folder deleted?); what this run wrote is lost: run it again"
+                )
 
     def flush(self) -> None:
         self.report.flush()
@@ -260,6 +310,22 @@ class RunOutput:
         self.report.close()
 
 
+def _set_aside(path: Path, unlink: bool = False) -> tuple[Path, Path | None]:
+    """Keep `path` as it is under `<path>.prev` (None when there is no such file), for the
+    run to write a new file at `path` (`unlink`: the path is made free for it)."""
+    if not path.exists():
+        return path, None
+    earlier = path.with_name(path.name + ".prev")
+    earlier.unlink(missing_ok=True)  # left by a run killed before it could drop it
+    try:
+        os.link(path, earlier)
+    except OSError:  # a filesystem without hard links
+        shutil.copy2(path, earlier)
+    if unlink:
+        path.unlink()
+    return path, earlier
+
+
 @dataclass
 class ResumeState:
     """What an earlier run into the same folder left: its header and the rows worth keeping."""
@@ -268,7 +334,9 @@ class ResumeState:
     kept: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def read(cls, report_path: Path, fingerprint: str) -> ResumeState:
+    def read(cls, report_path: Path, fingerprint: str, inputs_key: str) -> ResumeState:
+        """The rows to keep, once the report is shown to be from this very run: the same
+        configuration and the same input files (a changed attempt is found as it is read)."""
         if not report_path.exists():
             return cls()
         state = cls()
@@ -288,10 +356,27 @@ class ResumeState:
                 f"(fingerprint {state.header.get('config_fingerprint')} vs {fingerprint}); "
                 "resume it with the same config and flags, or choose another --out"
             )
+        recorded = state.header.get("inputs_fingerprint")
+        if recorded != inputs_key:
+            why = (
+                "was written by an older redjury that did not record its input files"
+                if recorded is None
+                else "was written from other input files "
+                f"({', '.join(map(str, state.header.get('inputs') or []))})"
+            )
+            raise RunError(
+                f"{report_path}: {why}; give the same input files in the same order to "
+                f"resume it, or start fresh: {FRESH_START}"
+            )
         return state
 
-    def attempt_ids(self) -> set[int]:
-        return {hash(str(r.get("id"))) for r in self.kept if r["entry_type"] == "attempt"}
+    def attempt_hashes(self) -> dict[int, str | None]:
+        """hash(id) -> the kept row's content hash (None in a row without one)."""
+        return {
+            hash(str(r.get("id"))): r.get("content_hash")
+            for r in self.kept
+            if r["entry_type"] == "attempt"
+        }
 
     def error_lines(self) -> set[tuple[str, int]]:
         return {
@@ -339,16 +424,26 @@ class InputGate:
     """Turns input records into attempts to judge: line errors, duplicate ids, resumed ids.
 
     With `refuse_on_error` (no --skip-bad-lines) the first bad line stops judging; the rest
-    of the input is still read so the error lists every bad line (up to a limit).
+    of the input is still read so the error lists every bad line (up to a limit). A resumed
+    id whose attempt differs from the kept row's (`done`: hash of id -> content hash) stops
+    the run. With `limits` (records per file, as a first pass counted them) a file is read
+    no further than that pass read it: what was written to it since is not judged.
     """
 
     refuse_on_error: bool
-    done: set[int] = field(default_factory=set)
+    done: dict[int, str | None] = field(default_factory=dict)
     done_errors: set[tuple[str, int]] = field(default_factory=set)
     good: int = 0
     bad: int = 0
     errors: list[LineError] = field(default_factory=list)
+    limits: dict[str, int] | None = None
+    # Where the kept rows are (named when a changed attempt stops the run).
+    kept_in: str = "the run folder"
+    # Resumed ids found in the input, and records past a file's limit.
+    matched: int = 0
+    unchecked: int = 0
     _seen: set[int] = field(default_factory=set)
+    _read: dict[str, int] = field(default_factory=dict)
 
     @property
     def refused(self) -> bool:
@@ -358,11 +453,21 @@ class InputGate:
         self, records: Iterable[InputRecord], on_error: Callable[[LineError], None]
     ) -> Iterator[Attempt]:
         for rec in records:
+            if self.limits is not None and self._past_limit(rec.path):
+                continue
             attempt = rec.attempt
             attempt_id = None if attempt is None else attempt.id
-            if self.admit(rec.path, rec.line, attempt_id, rec.error, on_error):
+            if self.admit(rec.path, rec.line, attempt_id, rec.error, on_error, attempt):
                 assert attempt is not None
                 yield attempt
+
+    def _past_limit(self, path: str) -> bool:
+        assert self.limits is not None
+        read = self._read[path] = self._read.get(path, 0) + 1
+        if read > self.limits.get(path, 0):
+            self.unchecked += 1
+            return True
+        return False
 
     def admit(
         self,
@@ -371,9 +476,11 @@ class InputGate:
         attempt_id: str | None,
         err: LineError | None,
         on_error: Callable[[LineError], None],
+        attempt: Attempt | None = None,
     ) -> bool:
         """Count one record (an attempt's id, or the error that kept it from being one);
-        True when its attempt is to be judged now."""
+        True when its attempt is to be judged now. A resumed id is checked against its
+        kept row when `attempt` is given (a run with resumed ids always gives it)."""
         key = 0
         if attempt_id is not None:
             key = hash(attempt_id)
@@ -385,7 +492,27 @@ class InputGate:
             self._bad(err or LineError(path, line, "(line)", "unreadable"), on_error)
             return False
         self.good += 1
-        return not (self.refused or (self.done and key in self.done))
+        if self.done and key in self.done:
+            self.matched += 1
+            if attempt is not None and not self.refused:
+                self._same_as_kept(path, line, attempt, self.done[key])
+            return False
+        return not self.refused
+
+    def _same_as_kept(self, path: str, line: int, attempt: Attempt, kept: str | None) -> None:
+        if kept == content_hash(attempt):
+            return
+        why = (
+            "its kept row has no content hash (written by an older redjury), so a change "
+            "cannot be ruled out"
+            if kept is None
+            else "the attempt differs from the one judged there, so its verdict no longer holds"
+        )
+        raise RunError(
+            f"{path}:{line}: id {attempt.id!r}: input changed since the kept rows in "
+            f"{self.kept_in}: {why}; to judge the input as it is now, start fresh: "
+            f"{FRESH_START}"
+        )
 
     def admit_ids(self, ids: list[str | None]) -> bool:
         """A block of records at once, when each is an attempt to judge now: an id new to
@@ -396,7 +523,7 @@ class InputGate:
         keys = set(map(hash, ids))
         if len(keys) != len(ids) or not self._seen.isdisjoint(keys):
             return False
-        if self.done and not self.done.isdisjoint(keys):
+        if self.done and not self.done.keys().isdisjoint(keys):
             return False
         self._seen |= keys
         self.good += len(ids)
@@ -409,10 +536,16 @@ class InputGate:
         if not self.refuse_on_error and (err.path, err.line) not in self.done_errors:
             on_error(err)
 
-    def refusal(self, names: str, empty_reason: str) -> InputError | None:
+    def refusal(self, names: str, empty_reason: str) -> InputError | RunError | None:
         """The error that refuses this input, or None when there is something to judge."""
         if self.refused:
             return InputError(self.errors, self.bad)
+        if self.matched < len(self.done):
+            return RunError(
+                f"{names}: input changed since the kept rows in {self.kept_in}: "
+                f"{len(self.done) - self.matched} attempts judged there are no longer in it; "
+                f"to judge the input as it is now, start fresh: {FRESH_START}"
+            )
         if self.good == 0:
             if self.bad:
                 return InputError(
@@ -420,6 +553,10 @@ class InputGate:
                 )
             return InputError([], 0, empty_reason)
         return None
+
+
+def _ignore_error(err: LineError) -> None:
+    """A first pass writes no rows: the gate keeps the errors it counts."""
 
 
 def input_error_row(err: LineError) -> dict[str, Any]:
@@ -510,23 +647,67 @@ class Run:
         self.worker_processes = 1
         self.input_errors = 0
         self.output: RunOutput | None = None
+        # Records per input file that the first pass checked (runs with judges).
+        self.checked: dict[str, int] | None = None
+        self.lock: FolderLock | None = None
 
     # -- stages ----------------------------------------------------------------------
     def check_paths(self) -> None:
         for p in self.inputs.paths:
             if problem := path_problem(p):
                 raise RunError(f"{p}: {problem}")
+        self.check_outputs()
+
+    def folder_outputs(self) -> list[tuple[Path, str]]:
+        """Every file the run writes in its folder, with what it is."""
+        out_dir = self.options.out_dir
+        if out_dir is None:
+            return []
+        report = out_dir / REPORT_NAME
+        paths = [
+            (report, "this run's report"),
+            (report.with_suffix(".tmp"), "this run's report"),
+            (out_dir / HITLOG_NAME, "this run's hitlog"),
+        ]
+        if self.config.reporting.html:
+            from redjury.report.html import HTML_NAME
+
+            paths.append((out_dir / HTML_NAME, "this run's HTML report"))
+        return paths
+
+    def check_outputs(self) -> None:
+        """No output may be an input, another output, or a symbolic link (exit 2 before
+        anything is written)."""
+        outputs = self.folder_outputs()
+        for path in self.inputs.paths:
+            for output, what in outputs:
+                if same_path(path, output):
+                    raise RunError(f"{path}: is {what}, not an input: give the files it judges")
+        for output, _ in outputs:
+            if problem := output_problem(output, []):
+                raise RunError(f"{output}: {problem}")
+        junit = self.config.reporting.junit
+        if junit and outputs:
+            inputs = [(p, "an input file of this run") for p in self.inputs.paths]
+            if problem := output_problem(Path(junit), inputs + outputs):
+                raise RunError(f"--junit {junit}: {problem}")
 
     def check_first(self) -> None:
         """A whole pass over the input before anything is judged (runs with judges: no
-        judge call is spent on an input that will be refused)."""
-        good, errors, total_errors = check_inputs(self.inputs)
-        if errors and not self.options.skip_bad_lines:
-            raise InputError(errors, total_errors)
-        gate = InputGate(False, good=good, bad=total_errors, errors=errors)
+        judge call is spent on an input that will be refused). It counts each file's
+        records: judging reads no further (`InputGate.limits`)."""
+        gate = InputGate(False)
+        counts: dict[str, int] = {}
+        for rec in self.inputs.records():
+            counts[rec.path] = counts.get(rec.path, 0) + 1
+            attempt_id = None if rec.attempt is None else rec.attempt.id
+            gate.admit(rec.path, rec.line, attempt_id, rec.error, _ignore_error)
+        if gate.bad and not self.options.skip_bad_lines:
+            raise InputError(gate.errors, gate.bad)
         refusal = gate.refusal(self._input_names(), self.inputs.empty_reason())
         if refusal is not None:
             raise refusal
+        self.checked = counts
 
     def _input_names(self) -> str:
         return ", ".join(str(p) for p in self.inputs.paths) or "the attempts"
@@ -542,7 +723,9 @@ class Run:
         except PreflightError as exc:
             raise RunError(str(exc)) from None
 
-    def header(self, fingerprint: str, seed: int, detectors: list[Detector]) -> dict[str, Any]:
+    def header(
+        self, fingerprint: str, inputs_key: str, seed: int, detectors: list[Detector]
+    ) -> dict[str, Any]:
         markers, always = run_redactors(detectors)
         return always.apply(
             markers.apply(
@@ -555,10 +738,12 @@ class Run:
                     "config_path": self.options.config_path,
                     "config": without_url_credentials(self.config.model_dump(mode="json")),
                     "config_fingerprint": fingerprint,
+                    "inputs_fingerprint": inputs_key,
                     "seed": seed,
                     "detectors": [d.name for d in detectors],
                     "evaluator": self.evaluator.describe(),
                     "python": sys.version.split()[0],
+                    **_upstream_files(detectors),
                 }
             )
         )
@@ -566,16 +751,19 @@ class Run:
     def open(self, detectors: list[Detector]) -> tuple[RunOutput, ResumeState, dict[str, Any]]:
         """Open the output, resuming what an earlier run into the same folder kept."""
         fingerprint = config_fingerprint(self.config)
+        inputs_key = inputs_fingerprint(self.inputs.paths)
         out_dir = self.options.out_dir
+        if out_dir is not None:
+            self.lock_folder(out_dir)
         state = (
             ResumeState()
             if out_dir is None
-            else ResumeState.read(out_dir / REPORT_NAME, fingerprint)
+            else ResumeState.read(out_dir / REPORT_NAME, fingerprint, inputs_key)
         )
         seed = self.config.reporting.seed
         if seed is None:
             seed = (state.header or {}).get("seed", pysecrets.randbits(32))
-        header = state.header or self.header(fingerprint, seed, detectors)
+        header = state.header or self.header(fingerprint, inputs_key, seed, detectors)
         if out_dir is None:
             output = RunOutput.in_memory()
             output.report.write(header)
@@ -624,6 +812,7 @@ class Run:
             }
         )
         output.close()
+        output.commit()
         raise RunError(
             "the judge audit failed its robustness gate and on_failure is stop: "
             f"nothing was judged; see the audit rows in {output.report_path or 'the report'}",
@@ -675,7 +864,9 @@ class Run:
         digest_row = tallies.digest.row()
         report.write(digest_row)
         report.write(self._completion(header, detectors))
+        self.output.check_still_there()
         self.output.close()
+        self.output.commit()
         hits_limit = 20 if self.options.verbose else 0
         for row in eval_rows:
             first = tallies.tally.tallies[(row["probe"], row["detector"])].first_hits
@@ -706,11 +897,12 @@ class Run:
         self.check_paths()
         detectors = build_detectors(self.options)
         try:
-            if self._needs_loop(detectors):
-                import asyncio  # here: a run without judges never needs it (a 50 ms import)
+            with self.guarded():
+                if self._needs_loop(detectors):
+                    import asyncio  # here: a run without judges never needs it (50 ms)
 
-                return asyncio.run(self._execute_async(detectors))
-            return self._execute_sync(detectors)
+                    return asyncio.run(self._execute_async(detectors))
+                return self._execute_sync(detectors)
         except KeyboardInterrupt:
             raise self._interrupted() from None
 
@@ -718,9 +910,56 @@ class Run:
         """Run inside the caller's event loop (the judges share it)."""
         self.check_paths()
         detectors = build_detectors(self.options)
-        if self._needs_loop(detectors):
-            return await self._execute_async(detectors)
-        return self._execute_sync(detectors)
+        with self.guarded():
+            if self._needs_loop(detectors):
+                return await self._execute_async(detectors)
+            return self._execute_sync(detectors)
+
+    @contextmanager
+    def guarded(self) -> Iterator[None]:
+        """Around a run: one that fails leaves an earlier report as it was (a new one is
+        kept for a resume, unless its input was refused); an interrupted one keeps what it
+        wrote; the run folder's lock, taken when the output is opened, is let go."""
+        try:
+            yield
+        except RunInterrupted:
+            raise
+        except (InputError, RunError):
+            self._undo(refused=True)
+            raise
+        except Exception:
+            self._undo(refused=False)
+            raise
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+                self.lock = None
+
+    def _undo(self, refused: bool) -> None:
+        output = self.output
+        if output is None:
+            return
+        with contextlib.suppress(OSError):  # the run's own error is the one to report
+            if refused or not output.created:
+                output.rollback()
+            else:
+                output.close()
+
+    def lock_folder(self, out_dir: Path) -> None:
+        """Hold the run folder's lock for the run: a second run on it is refused (exit 2)
+        before it reads or writes anything there."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        lock = FolderLock(out_dir)
+        try:
+            lock.acquire()
+        except FolderBusy as busy:
+            raise RunError(
+                f"{out_dir}: in use by another redjury run (process {busy}); wait for it "
+                "to end, or choose another --out"
+            ) from None
+        except OSError as exc:
+            raise RunError(f"{lock.path}: cannot lock the run folder: {exc.strerror}") from None
+        self.lock = lock
 
     def _needs_loop(self, detectors: list[Detector]) -> bool:
         return any(is_async(d) for d in detectors) or self.config.evaluation.audit.enabled
@@ -734,7 +973,7 @@ class Run:
         emit = _Emitter(self, output, tallies, WINDOW_SYNC)
         output.mark()
         try:
-            self.worker_processes = self._workers(detectors)
+            self.worker_processes = self._workers(detectors, gate)
             if self.worker_processes > 1:
                 from redjury.engines.processes import score_in_workers
 
@@ -749,9 +988,11 @@ class Run:
         self._refuse_or_go_on(gate, output)
         return self._result(self.finish(header, tallies, detectors))
 
-    def _workers(self, detectors: list[Detector]) -> int:
-        """Processes to read and score in (1: this one); see redjury.engines.processes."""
-        if self.options.workers == 1 or self.options.engine != "local":
+    def _workers(self, detectors: list[Detector], gate: InputGate) -> int:
+        """Processes to read and score in (1: this one); see redjury.engines.processes.
+        A resumed run reads in this process: each resumed attempt is compared with its
+        kept row, which the workers do not do."""
+        if self.options.workers == 1 or self.options.engine != "local" or gate.done:
             return 1
         from redjury.engines import processes
 
@@ -766,27 +1007,47 @@ class Run:
                 detectors, *run_redactors(detectors), self.config.reporting.redact
             )
             output, state, header = self.open(detectors)
-            tallies = self.tallies(header, output)
-            self.replay(state, tallies)
-            await self.gate(detectors, state, output)
-            gate = self._input_gate(state, refuse=False)
-            emit = _Emitter(self, output, tallies, WINDOW_ASYNC)
-            try:
-                attempts = gate.attempts(self.inputs.records(), emit.input_error)
-                if scorer.async_:
-                    await self.score_async(attempts, scorer, emit)
-                else:
-                    self.score_sync(attempts, scorer, emit)
-            finally:
-                emit.close()
-            self.input_errors = gate.bad
-            return self._result(self.finish(header, tallies, detectors))
+            return await self._judge(detectors, scorer, output, state, header)
         finally:
             for det in detectors:
                 await det.aclose()
 
+    async def _judge(
+        self,
+        detectors: list[Detector],
+        scorer: AttemptScorer,
+        output: RunOutput,
+        state: ResumeState,
+        header: dict[str, Any],
+    ) -> RunResult:
+        """The judged run after its output is open: audit gate, score, refuse or finish."""
+        tallies = self.tallies(header, output)
+        self.replay(state, tallies)
+        await self.gate(detectors, state, output)
+        # The input is checked again as it is judged: a file changed since the first pass
+        # cannot slip a bad line, a duplicate or an unchecked attempt past the checks.
+        gate = self._input_gate(state, refuse=not self.options.skip_bad_lines)
+        emit = _Emitter(self, output, tallies, WINDOW_ASYNC)
+        output.mark()
+        try:
+            attempts = gate.attempts(self.inputs.records(), emit.input_error)
+            if scorer.async_:
+                await self.score_async(attempts, scorer, emit)
+            else:
+                self.score_sync(attempts, scorer, emit)
+        finally:
+            emit.close()
+        self._refuse_or_go_on(gate, output)
+        return self._result(self.finish(header, tallies, detectors))
+
     def _input_gate(self, state: ResumeState, refuse: bool) -> InputGate:
-        return InputGate(refuse, done=state.attempt_ids(), done_errors=state.error_lines())
+        return InputGate(
+            refuse,
+            done=state.attempt_hashes(),
+            done_errors=state.error_lines(),
+            limits=self.checked,
+            kept_in=str(self.options.out_dir),
+        )
 
     def _refuse_or_go_on(self, gate: InputGate, output: RunOutput) -> None:
         """A refused input leaves no trace: the rows written for it are taken back."""
@@ -795,6 +1056,11 @@ class Run:
         if refusal is not None:
             output.rollback()
             raise refusal
+        if gate.unchecked:
+            self._say(
+                f"{gate.unchecked} input records written after the input was checked were "
+                "not judged; run the same command again to judge them"
+            )
 
     def _result(self, eval_rows: list[dict[str, Any]]) -> RunResult:
         assert self.output is not None
@@ -812,6 +1078,8 @@ class Run:
         )
 
     def _interrupted(self) -> RunInterrupted:
+        if self.output is not None:
+            self.output.commit()  # what was judged is kept: the run resumes from it
         where = self.output.report_path if self.output else None
         kept = self.scored + self.resumed
         if where is None:
@@ -865,7 +1133,27 @@ class Run:
             lookup = audit_correction_lookup(
                 cache_dir_of(self.config.evaluation.audit.dataset), detectors
             )
-        return eval_statistics(self.config.reporting, seed, lookup)
+        statistics = eval_statistics(self.config.reporting, seed, lookup)
+        files = _upstream_files(detectors)
+        if not files:
+            return statistics
+
+        def with_files(probe: str, detector: str, tally: DetectorTally) -> dict[str, Any]:
+            extra = statistics(probe, detector, tally)
+            return {**extra, **files} if detector == "judge_panel" else extra
+
+        return with_files
+
+
+def _upstream_files(detectors: list[Detector]) -> dict[str, Any]:
+    """`{"upstream_files": {judge: file, sha256, prompt hashes}}` for the judges that read a
+    source's prompt (`template: upstream`); empty when none did."""
+    files: dict[str, Any] = {}
+    for detector in detectors:
+        found = getattr(detector, "upstream_files", None)
+        if callable(found):
+            files.update(found())
+    return {"upstream_files": files} if files else {}
 
 
 def _import_statistics_soon() -> None:

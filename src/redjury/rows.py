@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
+
+import orjson
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, Finding
@@ -35,6 +39,47 @@ TEXT_FIELDS = tuple(f for f in ROW_FIELDS if f not in ("latency_ms", "usage", "s
     "reasons",
     "details",
 )
+
+
+def attempt_fields(attempt: Attempt) -> dict[str, Any]:
+    """The start of an attempt's row: every field it records of the attempt (but the given
+    scores), before any detector ran or any value was masked."""
+    row: dict[str, Any] = {
+        "entry_type": "attempt",
+        "status": 2,
+        "id": attempt.id,
+        "probe": attempt.probe,
+    }
+    # Read the fields directly: a pydantic dump per attempt costs more than all of this.
+    # Lists and dicts are shared, not copied: nothing mutates a row's values (redaction
+    # builds new ones). Unset fields (None, an empty dict) are left out.
+    fields = attempt.__dict__
+    for key in ROW_FIELDS:
+        value = fields[key]
+        if value is not None and (value.__class__ is not dict or value):
+            row[key] = value
+    if "messages" in row:
+        row["messages"] = [{"role": t.role, "content": t.content} for t in row["messages"]]
+    if "usage" in row:
+        row["usage"] = row["usage"].model_dump(exclude_none=True)
+    return row
+
+
+def fields_hash(fields: dict[str, Any], given_scores: dict[str, Any]) -> str:
+    """A hash of what was judged: an attempt's fields as `attempt_fields` gives them and
+    its given scores. A resumed run compares it with the kept row's, so a changed attempt
+    never keeps its verdict."""
+    both = (fields, given_scores)
+    try:
+        data = orjson.dumps(both, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits in notes
+        data = json.dumps(both, sort_keys=True, default=str).encode()
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def content_hash(attempt: Attempt) -> str:
+    """The `content_hash` of the row this attempt gets."""
+    return fields_hash(attempt_fields(attempt), attempt.detector_results)
 
 
 def is_async(det: Detector) -> bool:
@@ -78,24 +123,8 @@ class AttemptScorer:
         return [self.row(a, {d.name: d.detect(a) for d in self.sync}) for a in attempts]
 
     def row(self, attempt: Attempt, findings: dict[str, list[Finding]]) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            "entry_type": "attempt",
-            "status": 2,
-            "id": attempt.id,
-            "probe": attempt.probe,
-        }
-        # Read the fields directly: a pydantic dump per attempt costs more than all of this.
-        # Lists and dicts are shared, not copied: nothing mutates a row's values (redaction
-        # builds new ones). Unset fields (None, an empty dict) are left out.
-        fields = attempt.__dict__
-        for key in ROW_FIELDS:
-            value = fields[key]
-            if value is not None and (value.__class__ is not dict or value):
-                row[key] = value
-        if "messages" in row:
-            row["messages"] = [{"role": t.role, "content": t.content} for t in row["messages"]]
-        if "usage" in row:
-            row["usage"] = row["usage"].model_dump(exclude_none=True)
+        row = attempt_fields(attempt)
+        row["content_hash"] = fields_hash(row, attempt.detector_results)
         row["detector_results"] = dict(attempt.detector_results)
         row["verdicts"] = {}
         # No findings: the scores came with the attempt (a garak report), no detector ran.

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fault_server import FaultServer, Reply, Request, by_model, garbage
+from fault_server import FaultServer, Reply, Request, Status, by_model, garbage
 
 from redjury.audit.command import run_audit
 from redjury.audit.counting import counted_metrics, upstream_panel
@@ -85,7 +85,11 @@ def _config(
     )
 
 
-def _audit(server, labelled, tmp_path, **scoring):
+def failing(req: Request) -> Reply | Status:
+    return Status(500) if _number(req) in GARBLED else perfect(req)
+
+
+def _audit(server, labelled, tmp_path, garbled=garbled, **scoring):
     server.set_script(by_model({"garbled": garbled, "perfect": perfect}))
     lines: list[str] = []
     code = run_audit(
@@ -161,3 +165,16 @@ def test_strongreject_nan_leaves_the_denominator_in_both_modes():
     # b's abstention is not a vote (its source leaves it out); a's counts as 0: sample 1 is no.
     assert det.tolist() == [True, False, False, False]
     assert abst.tolist() == [False, False, False, False]
+
+
+@pytest.mark.parametrize("parsing", ["redjury", "upstream"])
+def test_a_failed_call_is_never_counted_in_either_mode(judge_server, labelled, tmp_path, parsing):
+    """HTTP 500 on 3 samples: no answer, so no source's rule applies; left out in both modes."""
+    rows, _ = _audit(judge_server, labelled, tmp_path, garbled=failing, parsing=parsing)
+    g = rows["harmbench:garbled"]["counting"]
+    for mode in ("redjury", "upstream"):
+        assert (g[mode]["counted"], g[mode]["abstentions"]) == (7, 3), mode
+        assert g[mode]["asr"] == pytest.approx(2 / 7, abs=1e-6)
+    panel = rows["panel"]["counting"]
+    # The perfect judge decides alone where the other failed: no 0-vote ties the majority.
+    assert panel["upstream"]["asr"] == panel["redjury"]["asr"] == 0.4

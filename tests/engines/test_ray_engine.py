@@ -262,12 +262,14 @@ def test_killed_judge_actor_loses_and_duplicates_nothing(tmp_path: Path) -> None
 
 def test_rerun_skips_attempts_already_in_shards(tmp_path: Path) -> None:
     rows = attempts(3000)
-    first = write_jsonl(tmp_path / "first.jsonl", rows[:1200])
+    # The same file, grown since the first run (another file would be another run).
+    src = write_jsonl(tmp_path / "in.jsonl", rows[:1200])
     every = write_jsonl(tmp_path / "all.jsonl", rows)
     out = tmp_path / "ray"
-    go([first], out, "ray", keep_shards=True)
+    go([src], out, "ray", keep_shards=True)
     assert (out / "redjury.shards").is_dir()
-    result = go([every], out, "ray")
+    write_jsonl(src, rows)
+    result = go([src], out, "ray")
     assert (result.attempts_resumed, result.attempts_scored) == (1200, 1800)
     go([every], tmp_path / "local", "local")
     assert_same_run(tmp_path / "local", out, hitlog_in_order=False)

@@ -37,10 +37,31 @@ async def test_second_run_makes_zero_requests(server, make_panel):
     assert stats["cached_prompt_tokens"] == 40 * 20 and stats["prompt_tokens"] == 0
 
 
-async def test_moving_the_server_keeps_the_cache(server, second_server, make_panel):
+async def test_another_server_is_asked_again_by_default(server, second_server, make_panel):
+    # A test server's answers must not stand in for another server's model of that name.
+    second_server.set_script(always(Reply("yes")))
     await judge_all(make_panel([judge(server.openai_url, "a")]))
-    await judge_all(make_panel([judge(second_server.openai_url, "a", timeout=9.0)]))
+    findings = await judge_all(make_panel([judge(second_server.openai_url, "a")]))
+    assert second_server.count == 20
+    assert all(f.score == 1.0 and f.details["cached"] == 0 for f in findings)
+
+
+async def test_shared_across_servers_a_moved_server_keeps_the_cache(
+    server, second_server, make_panel
+):
+    shared = {"cache_per_server": False}
+    await judge_all(make_panel([judge(server.openai_url, "a")], **shared))
+    await judge_all(make_panel([judge(second_server.openai_url, "a", timeout=9.0)], **shared))
     assert second_server.count == 0
+
+
+async def test_the_same_server_keeps_its_cache_across_settings_that_decide_nothing(
+    server, make_panel
+):
+    await judge_all(make_panel([judge(server.openai_url, "a")]))
+    server.reset_counts()
+    await judge_all(make_panel([judge(server.openai_url, "a", timeout=9.0)]))
+    assert server.count == 0
 
 
 async def test_a_changed_setting_misses_the_cache(server, make_panel):

@@ -4,6 +4,7 @@ answer read by the source's rule; the prompt file downloaded, checked and cached
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from fault_server import Reply, always, garbage
 from judge_specs import judge
 from raw_file_server import RawFileServer
 from test_scoring_modes import CompletionsServer
-from upstream_fakes import HACKAGENT_PY, HARMBENCH_PY, fill_cache, url_path
+from upstream_fakes import HACKAGENT_PY, HARMBENCH_PY, fake_pin, fill_cache, url_path
 
 from redjury.attempts import Attempt
 from redjury.judges import upstream as up
@@ -33,7 +34,8 @@ GOLDEN: dict[str, tuple[list[dict[str, str]], str, float]] = {
         [
             {
                 "role": "user",
-                "content": "JBB-RULES\n<BEGIN REQUEST>GOAL-MARK<END REQUEST>\n"
+                # JailbreakBench fills REQUEST with the prompt sent, not the goal.
+                "content": "JBB-RULES\n<BEGIN REQUEST>PROMPT-MARK<END REQUEST>\n"
                 "<BEGIN RESPONSE>OUT-MARK<END RESPONSE>\nJBB-ANSWER safe or unsafe",
             }
         ],
@@ -95,10 +97,13 @@ def cache(tmp_path: Path) -> Path:
 
 
 def upstream_judge(url: str, kind: str, cache: Path, **scoring: Any) -> dict[str, Any]:
+    """A judge reading the stand-in file of its source (its hash named as the user's pin)."""
+    source = get_scoring_type(kind).upstream_source
+    pin = {"sha256": fake_pin(source)} if source is not None else {}
     settings = {
         "template": "upstream",
         "parsing": "upstream",
-        "upstream": {"cache_dir": str(cache), "offline": True},
+        "upstream": {"cache_dir": str(cache), "offline": True, **pin},
         **scoring,
     }
     return judge(url, "judge-a", kind, scoring=settings)
@@ -299,6 +304,7 @@ def files_server():
 
 
 def _spec(tmp_path: Path, srv: RawFileServer, **extra: Any) -> UpstreamSpec:
+    extra.setdefault("sha256", fake_pin(up.HARMBENCH_CLS))
     return UpstreamSpec(cache_dir=str(tmp_path / "c"), base_url=srv.url, **extra)
 
 
@@ -309,8 +315,6 @@ def test_download_fills_the_cache_records_the_hash_then_works_offline(tmp_path, 
         "{behavior}" in prompt.parts["prompt"] and "{context}" in prompt.parts["prompt_contextual"]
     )
     dest, _ = up.cached_path(up.HARMBENCH_CLS, _spec(tmp_path, files_server))
-    import hashlib
-
     digest = hashlib.sha256(HARMBENCH_PY.encode()).hexdigest()
     assert prompt.sha256 == digest
     assert dest.with_name(dest.name + ".sha256").read_text().strip() == digest
@@ -322,7 +326,7 @@ def test_a_cached_file_changed_after_download_is_a_checksum_error(tmp_path, file
     up.fetch_upstream(up.HARMBENCH_CLS, _spec(tmp_path, files_server))
     dest, _ = up.cached_path(up.HARMBENCH_CLS, _spec(tmp_path, files_server))
     dest.write_text(HARMBENCH_PY.replace("HB-RULES", "CHANGED"))
-    with pytest.raises(up.UpstreamError, match=r"eval_utils\.py: SHA-256 mismatch.*delete it"):
+    with pytest.raises(up.UpstreamError, match=r"eval_utils\.py \(.*delete it.*SHA-256 mismatch"):
         up.fetch_upstream(up.HARMBENCH_CLS, _spec(tmp_path, files_server))
 
 
@@ -335,7 +339,9 @@ def test_a_pinned_sha256_that_does_not_match_keeps_nothing(tmp_path, files_serve
 
 
 def test_another_revision_is_read_from_its_own_folder(tmp_path, files_server):
-    spec = _spec(tmp_path, files_server, revision="other-rev")
+    spec = _spec(
+        tmp_path, files_server, revision="other-rev", sha256=fake_pin(up.HACKAGENT_NUANCED)
+    )
     prompt = up.fetch_upstream(up.HACKAGENT_NUANCED, spec)
     assert prompt.revision == "other-rev" and "{request}" in prompt.parts["prompt"]
     assert up.cached_path(up.HACKAGENT_NUANCED, spec)[0].parent.name == "other-rev"
@@ -354,15 +360,19 @@ def test_offline_without_the_file_names_the_url_and_the_path(tmp_path):
 
 def test_a_missing_file_on_the_server_is_a_clear_error(tmp_path, files_server):
     with pytest.raises(up.UpstreamError, match="HTTP 404"):
-        up.fetch_upstream(up.JAILBREAKBENCH_JUDGE, _spec(tmp_path, files_server))
+        up.fetch_upstream(up.JAILBREAKBENCH_JUDGE, _spec(tmp_path, files_server, sha256=None))
 
 
 def test_a_file_without_the_prompt_says_which(tmp_path):
     folder = tmp_path / "centerforaisafety__HarmBench" / up.HARMBENCH_CLS.revision
     folder.mkdir(parents=True)
-    (folder / "eval_utils.py").write_text("LLAMA2_CLS_PROMPT = {'prompt': 'x'}\n")
+    text = "LLAMA2_CLS_PROMPT = {'prompt': 'x'}\n"
+    (folder / "eval_utils.py").write_text(text)
+    spec = UpstreamSpec(
+        cache_dir=str(tmp_path), offline=True, sha256=hashlib.sha256(text.encode()).hexdigest()
+    )
     with pytest.raises(up.UpstreamError, match="'prompt_contextual'"):
-        up.fetch_upstream(up.HARMBENCH_CLS, UpstreamSpec(cache_dir=str(tmp_path), offline=True))
+        up.fetch_upstream(up.HARMBENCH_CLS, spec)
 
 
 def test_python_values_are_read_without_running_the_file():
@@ -449,3 +459,154 @@ def test_run_without_the_prompt_offline_is_a_clear_exit_2(server, tmp_path):
     assert "judge harmbench:m: scoring (template: upstream)" in result.stderr
     assert "HarmBench/" + up.HARMBENCH_CLS.revision + "/eval_utils.py" in result.stderr
     assert server.count == 0
+
+
+# -- the pin table -------------------------------------------------------------------------
+SOURCES = [
+    up.HARMBENCH_CLS,
+    up.JAILBREAKBENCH_JUDGE,
+    up.STRONGREJECT_RUBRIC,
+    up.HACKAGENT_NUANCED,
+    up.HACKAGENT_HARMBENCH_VARIANT,
+    up.HACKAGENT_ON_TOPIC,
+]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.note.split(".")[0][:24])
+def test_every_source_pins_each_prompt_it_reads(source):
+    assert set(source.part_sha256) == set(source.parts)
+    pins = [*source.part_sha256.values(), *([source.sha256] if source.sha256 else [])]
+    assert all(len(p) == 64 and int(p, 16) >= 0 for p in pins)
+
+
+def _place(tmp_path: Path, source: up.UpstreamSource, text: str) -> Path:
+    folder = tmp_path / source.repo.replace("/", "__") / source.revision
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / Path(source.path).name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_hand_placed_copy_is_checked_against_the_prompt_pins_too(tmp_path):
+    """StrongREJECT pins no file hash: a copy without a record is checked prompt by prompt."""
+    path = _place(
+        tmp_path,
+        up.STRONGREJECT_RUBRIC,
+        json.dumps(
+            {"strongreject_rubric_system": "SR-SYSTEM", "strongreject_rubric": "{forbidden_prompt}"}
+        ),
+    )
+    with pytest.raises(up.UpstreamError) as err:
+        up.fetch_upstream(
+            up.STRONGREJECT_RUBRIC, UpstreamSpec(cache_dir=str(tmp_path), offline=True)
+        )
+    text = str(err.value)
+    assert str(path) in text and "extracted 'system' prompt" in text
+    assert f"expected {up.STRONGREJECT_RUBRIC.part_sha256['system']}" in text
+    assert "scoring.upstream.sha256: " + hashlib.sha256(path.read_bytes()).hexdigest() in text
+
+
+def test_a_download_that_does_not_match_the_prompt_pins_keeps_nothing(tmp_path):
+    srv = RawFileServer({url_path(up.HACKAGENT_NUANCED): HACKAGENT_PY.encode()}).start()
+    try:
+        spec = UpstreamSpec(cache_dir=str(tmp_path), base_url=srv.url)
+        with pytest.raises(up.UpstreamError, match="extracted 'prompt' prompt"):
+            up.fetch_upstream(up.HACKAGENT_NUANCED, spec)
+    finally:
+        srv.stop()
+    dest, _ = up.cached_path(up.HACKAGENT_NUANCED, spec)
+    assert not dest.exists() and not dest.with_name(dest.name + ".sha256").exists()
+
+
+def test_another_revision_needs_a_hash_of_the_users_own(tmp_path):
+    spec = UpstreamSpec(cache_dir=str(tmp_path), offline=True, revision="main")
+    with pytest.raises(up.UpstreamError, match="not the one redjury pins.*upstream.sha256"):
+        up.fetch_upstream(up.HARMBENCH_CLS, spec)
+
+
+def test_the_fingerprint_carries_the_file_hash(server, cache):
+    from redjury.judges.config import EvaluationSpec
+    from redjury.judges.panel import JudgePanelDetector
+
+    spec = EvaluationSpec.model_validate(
+        {"judges": [upstream_judge(server.openai_url, "nuanced", cache)]}
+    )
+    [j] = JudgePanelDetector.from_spec(spec, use_cache=False).judges
+    assert j.fingerprint_fields["upstream_sha256"] == fake_pin(up.HACKAGENT_NUANCED)
+
+
+def test_the_llamaguard_prompt_file_is_checked_against_upstream_sha256(tmp_path):
+    from redjury.judges.config import ScoringSpec
+
+    prompt_file = tmp_path / "guard.txt"
+    prompt_file.write_text("User: {prompt}\nAgent: {output}\n")
+    found = hashlib.sha256(prompt_file.read_bytes()).hexdigest()
+    settings = {"type": "llamaguard", "template": "upstream", "completions": True}
+    upstream = {"prompt_file": str(prompt_file), "sha256": "0" * 64}
+    with pytest.raises(up.UpstreamError, match=f"expected {'0' * 64}, found {found}"):
+        get_scoring_type("llamaguard").from_spec(
+            ScoringSpec.model_validate({**settings, "upstream": upstream})
+        )
+    upstream["sha256"] = found
+    scoring = get_scoring_type("llamaguard").from_spec(
+        ScoringSpec.model_validate({**settings, "upstream": upstream})
+    )
+    assert scoring.upstream_used() == {"prompt_file": str(prompt_file), "sha256": found}
+
+
+# -- the real files, where the test data has them (kept apart: $REDJURY_TEST_DATA/upstream) --
+def _real_file(source: up.UpstreamSource) -> Path:
+    import os
+
+    root = os.environ.get("REDJURY_TEST_DATA")
+    name = Path(source.repo.replace("/", "__")) / source.revision / Path(source.path).name
+    path = Path(root, "upstream", name) if root else None
+    if path is None or not path.is_file():
+        pytest.skip(f"no real upstream file {name} under $REDJURY_TEST_DATA/upstream")
+    return path
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.note.split(".")[0][:24])
+def test_the_real_files_match_the_pins(source, tmp_path):
+    """Served from a local mirror, as a download at the pinned revision: the pins hold."""
+    real = _real_file(source)
+    srv = RawFileServer({url_path(source): real.read_bytes()}).start()
+    try:
+        spec = UpstreamSpec(cache_dir=str(tmp_path), base_url=srv.url)
+        prompt = up.fetch_upstream(source, spec)
+    finally:
+        srv.stop()
+    assert prompt.used()["prompt_sha256"] == dict(source.part_sha256)
+    if source.sha256:
+        assert prompt.sha256 == source.sha256
+
+
+# -- the sources' rules in upstream mode ---------------------------------------------------
+@pytest.mark.parametrize("kind", ["nuanced", "harmbench_variant"])
+@pytest.mark.parametrize("reply", ["...", " . .\n", ""])
+async def test_hackagent_scores_a_trivial_reply_0_without_asking(
+    server, make_panel, cache, kind, reply
+):
+    server.set_script(always(Reply("yes")))
+    attempt = ATTEMPT.model_copy(update={"outputs": [reply]})
+    finding = await _one(make_panel, upstream_judge(server.openai_url, kind, cache), attempt)
+    assert server.count == 0
+    [vote] = finding.details["judges"]
+    assert (vote["score"], vote["vote"]) == (0.0, "trivial reply")
+
+
+async def test_a_trivial_reply_is_asked_in_redjurys_mode(server, make_panel):
+    server.set_script(always(Reply("no")))
+    attempt = ATTEMPT.model_copy(update={"outputs": ["..."]})
+    await _one(make_panel, judge(server.openai_url, "judge-a", "nuanced"), attempt)
+    assert server.count == 1
+
+
+async def test_jailbreakbench_request_is_the_goal_when_no_prompt_was_recorded(
+    server, make_panel, cache
+):
+    server.set_script(always(Reply("safe")))
+    attempt = Attempt(id="a", goal="GOAL-MARK", outputs=["OUT-MARK"])
+    spec = upstream_judge(server.openai_url, "jailbreakbench", cache)
+    await _one(make_panel, spec, attempt)
+    assert "<BEGIN REQUEST>GOAL-MARK<END REQUEST>" in server.posts[0].messages[0]["content"]

@@ -53,13 +53,40 @@ class RawBody:
 
 
 @dataclass(frozen=True)
+class Encoded:
+    """A 200 whose body is `body` sent with these headers (e.g. `content-encoding: gzip`)."""
+
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Endless:
+    """A 200 with a chunked body that never ends: `chunk` again and again until the client
+    hangs up."""
+
+    chunk: bytes = b'{"choices": [{"message": {"content": "' + b"y" * 65536
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """A redirect (`code`, e.g. 302 or 307) to `location`."""
+
+    location: str
+    code: int = 307
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
 class Reset:
     """Drop the connection with a TCP reset instead of answering."""
 
     delay: float = 0.0
 
 
-Action = Reply | Status | RawBody | Reset
+Action = Reply | Status | RawBody | Encoded | Endless | Redirect | Reset
 
 
 def garbage() -> Reply:
@@ -248,6 +275,10 @@ def wire_for(path: str) -> Callable[[Reply, str | None], bytes] | None:
 
 _REASONS = {
     200: "OK",
+    301: "Moved Permanently",
+    302: "Found",
+    307: "Temporary Redirect",
+    308: "Permanent Redirect",
     400: "Bad Request",
     401: "Unauthorized",
     403: "Forbidden",
@@ -266,6 +297,20 @@ def _response(status: int, body: bytes, extra: Mapping[str, str] | None = None) 
     ]
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def _endless(writer: asyncio.StreamWriter, chunk: bytes) -> bool:
+    """A chunked 200 that goes on until the client hangs up; always False (connection gone)."""
+    head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+    writer.write(head.encode())
+    frame = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+    try:
+        while not writer.transport.is_closing():
+            writer.write(frame)
+            await writer.drain()
+    except (ConnectionError, RuntimeError):
+        pass
+    return False
 
 
 # -- the server --------------------------------------------------------------------------------
@@ -287,6 +332,8 @@ class FaultServer:
     refuse: int | None = None
     # False answers the listing paths 404, as servers without a model listing do.
     listing: bool = True
+    # A redirect for every request (GETs too): (status, location).
+    redirect: tuple[int, str] | None = None
     connections: int = 0
 
     def __post_init__(self) -> None:
@@ -419,6 +466,15 @@ class FaultServer:
     ) -> bool:
         """Write one response; False when the connection is gone."""
         path = path.split("?", 1)[0]
+        if self.redirect is not None:
+            with self._lock:
+                self.requests.append(
+                    Request(method, path, headers, body, -1, time.monotonic(), conn)
+                )
+            code, location = self.redirect
+            writer.write(_response(code, b"", {"location": location}))
+            await writer.drain()
+            return True
         if self.refuse is not None:
             with self._lock:
                 self.requests.append(
@@ -482,6 +538,12 @@ class FaultServer:
                 writer.write(_response(action.code, b'{"error": {"message": "scripted"}}', extra))
             elif isinstance(action, RawBody):
                 writer.write(_response(200, action.body))
+            elif isinstance(action, Encoded):
+                writer.write(_response(200, action.body, action.headers))
+            elif isinstance(action, Redirect):
+                writer.write(_response(action.code, b"", {"location": action.location}))
+            elif isinstance(action, Endless):
+                return await _endless(writer, action.chunk)
             else:
                 writer.write(_response(200, wire(action, req.model)))
             await writer.drain()

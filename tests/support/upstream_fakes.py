@@ -1,8 +1,10 @@
 """Files in the sources' formats (a Python module with the prompt constants, a JSON of
-templates) holding test text, never the sources' own prompts: what `template: upstream` reads."""
+templates) holding test text, never the sources' own prompts: what `template: upstream` reads.
+They do not match redjury's pins, so tests name their hash as `upstream.sha256` (`fake_pin`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -97,14 +99,20 @@ FAKES: list[tuple[up.UpstreamSource, str]] = [
 ]
 
 
+def fake_pin(source: up.UpstreamSource) -> str:
+    """The SHA-256 of the stand-in file for `source`: the `upstream.sha256` a test names."""
+    [text] = {text for s, text in FAKES if s.path == source.path}
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def url_path(source: up.UpstreamSource, revision: str | None = None) -> str:
     """The path a raw-file server serves the source's file at: /REPO/REV/PATH."""
     return f"/{source.repo}/{revision or source.revision}/{source.path}"
 
 
 def fill_cache(cache: Path) -> Path:
-    """`cache` laid out as downloads at the pinned revisions would leave it (no recorded
-    hash: the first read records none, since the pins are revisions only)."""
+    """`cache` laid out as copies put there by hand at the pinned revisions (no `.sha256`
+    record): read with `upstream.sha256` set to `fake_pin`, never with redjury's pins."""
     for source, text in FAKES:
         folder = cache / source.repo.replace("/", "__") / source.revision
         folder.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,8 @@ class PassResult:
     detected: dict[str, np.ndarray]
     abstained: dict[str, np.ndarray]
     scores: dict[str, list[float | None]] = field(default_factory=dict)
+    # Per judge: the samples whose call failed (no answer), never counted as a verdict.
+    failed: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def to_attempt(sample: LabelledSample, response: str | None = None) -> Attempt:
@@ -103,10 +105,12 @@ async def judge_pass(
     detected: dict[str, np.ndarray] = {}
     abstained: dict[str, np.ndarray] = {}
     judge_scores: dict[str, list[float | None]] = {}
+    failed: dict[str, np.ndarray] = {}
     if _is_panel(detector):
         for judge in member_ids(detector):
             scores = [(f.details or {}).get("votes", {}).get(judge) for f in findings]
             abstained[judge] = np.array([s is None for s in scores], dtype=bool)
+            failed[judge] = abstained[judge] & ~_answered(findings, judge)
             judge_scores[judge] = scores
             detected[judge] = np.array(
                 [s is not None and s >= threshold for s in scores], dtype=bool
@@ -117,7 +121,16 @@ async def judge_pass(
     abstained[name] = np.array([f.score is None for f in findings], dtype=bool)
     detected[name] = np.array([f.score is not None and f.score >= 0.5 for f in findings])
     assert all(v.shape == (n,) for v in detected.values())
-    return PassResult(detected, abstained, judge_scores)
+    return PassResult(detected, abstained, judge_scores, failed)
+
+
+def _answered(findings: Sequence[Finding], judge: str) -> np.ndarray:
+    """Per finding: whether `judge` gave an answer (its vote has the raw answer text)."""
+    raws = []
+    for f in findings:
+        votes = (f.details or {}).get("judges") or []
+        raws.append(any(v.get("judge") == judge and v.get("raw") is not None for v in votes))
+    return np.array(raws, dtype=bool)
 
 
 # -- the result ----------------------------------------------------------------------------
@@ -323,9 +336,13 @@ def _counting(
         rules = {j.id: j.scoring.upstream_counts_unreadable for j in judges}
         spec = detector.spec  # type: ignore[attr-defined]
         det, abst = upstream_panel(
-            base.scores, rules, spec.aggregation, threshold, spec.require_all_judges
+            base.scores, rules, spec.aggregation, threshold, spec.require_all_judges, base.failed
         )
         panel = (PANEL, det, abst)
+    failed = dict(base.failed)
+    if panel is not None and failed:
+        # The panel abstains where a member's call failed: no answer, never counted.
+        failed[PANEL] = panel[2] & np.any(np.stack(list(base.failed.values())), axis=0)
     return counting_report(
         base.detected,
         base.abstained,
@@ -335,6 +352,7 @@ def _counting(
         level=level,
         iterations=iterations,
         seed=seed,
+        failed=failed,
     )
 
 

@@ -39,7 +39,6 @@ from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
 from redjury.inputs import AttemptSource
 from redjury.judges.config import EvaluationSpec
 from redjury.pipeline import (
-    InputGate,
     ResumeState,
     Run,
     RunError,
@@ -299,6 +298,7 @@ class RayRun(Run):
         missing = self.inputs.missing() if isinstance(self.inputs, RaySources) else None
         if missing is not None:
             raise RunError(str(missing))
+        self.check_outputs()
 
     def execute(self) -> RunResult:
         import ray
@@ -313,7 +313,8 @@ class RayRun(Run):
         context.enable_progress_bars = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         try:
-            return self._execute(detectors, judged)
+            with self.guarded():
+                return self._execute(detectors, judged)
         except KeyboardInterrupt:
             raise self._interrupted() from None
         finally:
@@ -329,8 +330,8 @@ class RayRun(Run):
         done = self.replay_all(state, tallies, output)
         if judged or self.config.evaluation.audit.enabled:
             asyncio.run(self._gate(detectors, state, output))
-        gate = InputGate(not self.options.skip_bad_lines, done=done)
-        gate.done_errors = state.error_lines()
+        gate = self._input_gate(state, refuse=not self.options.skip_bad_lines)
+        gate.done = done
         job = self.job(header, tallies, judged)
         self.shards.root.mkdir(parents=True, exist_ok=True)
         output.mark()
@@ -365,21 +366,25 @@ class RayRun(Run):
 
         return lambda err: output.report.write(input_error_row(err))
 
-    def replay_all(self, state: ResumeState, tallies: RunTallies, output: RunOutput) -> set[int]:
-        """Count the rows an earlier run kept, in the report and in shards, each id once."""
+    def replay_all(
+        self, state: ResumeState, tallies: RunTallies, output: RunOutput
+    ) -> dict[int, str | None]:
+        """Count the rows an earlier run kept, in the report and in shards, each id once;
+        hash of id -> the kept row's content hash."""
         self.replay(state, tallies)
-        seen = {str(r.get("id")) for r in state.kept if r["entry_type"] == "attempt"}
-        self.kept_ids = set(seen)
+        done = state.attempt_hashes()
+        self.kept_ids = {str(r.get("id")) for r in state.kept if r["entry_type"] == "attempt"}
+        resumed = self.resumed
         for path in self.shards.earlier():
             for row in read_rows(path):
-                key = str(row.get("id"))
-                if row.get("entry_type") == "attempt" and key not in seen:
-                    seen.add(key)
+                key = hash(str(row.get("id")))
+                if row.get("entry_type") == "attempt" and key not in done:
+                    done[key] = row.get("content_hash")
                     tallies.add(row)
                     self.resumed += 1
-        if len(seen) > len(self.kept_ids):
+        if self.resumed > resumed:
             self._say(f"resuming: {self.resumed} attempts already in {self.options.out_dir}")
-        return {hash(k) for k in seen}
+        return done
 
     def job(self, header: dict[str, Any], tallies: RunTallies, judged: bool) -> Job:
         evaluation = self.config.evaluation if self.config.evaluation.judges else None

@@ -4,16 +4,38 @@ through the engine, re-asking once when the answer is unreadable, abstaining on 
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 from redjury.judges.cache import CachedJudgement
 from redjury.judges.config import JudgeSpec
-from redjury.judges.engine import JudgeCallError, JudgeEngine, Route
+from redjury.judges.config_checks import named_file_problem
+from redjury.judges.engine import JudgeCallError, JudgeEngine, Route, public_url
 from redjury.judges.providers import Answer, MalformedResponse, Provider, dumps_json
-from redjury.judges.scoring import ScoringType
+from redjury.judges.scoring import Parsed, ScoringType
 from redjury.redaction import Redactor, mask_found_pii, strip_url_credentials, url_credentials
+
+#: Answers and abstention reasons are kept up to this many characters in the report and the
+#: cache (a verdict needs a few; a judge that floods must not fill the disk).
+STORED_TEXT_CHARS = 4000
+
+
+def cut(text: str, limit: int = STORED_TEXT_CHARS) -> str:
+    """The text, or its start with a note of the full length; never longer than `limit`."""
+    if len(text) <= limit:
+        return text
+    note = f" … [cut: {len(text)} characters]"
+    return text[: limit - len(note)] + note
+
+
+def in_range(parsed: Parsed) -> Parsed:
+    """The parsed vote, or an abstention when its score is not a finite number in 0–10."""
+    score = parsed.score
+    if score is None or (math.isfinite(score) and 0.0 <= score <= 10.0):
+        return parsed
+    return Parsed(None, reason=f"unreadable answer: score {score!r} is outside 0–10")
 
 
 def digest(obj: Any) -> str:
@@ -99,7 +121,12 @@ class AskingJudge:
         fields: dict[str, Any],
         *,
         logprobs: bool = False,
+        cache_per_server: bool = True,
     ) -> None:
+        ca_bundle = spec.connection.ca_bundle
+        problem = named_file_problem(ca_bundle) if ca_bundle else None
+        if problem:
+            raise ValueError(f"judge {judge_id!r}: connection.ca_bundle: {problem}")
         self.id = judge_id
         self.spec = spec
         self.scoring = scoring
@@ -115,7 +142,10 @@ class AskingJudge:
         )
         self.fingerprint_fields = fields
         self.fingerprint = digest(fields)
-        self._key_prefix = self.fingerprint.encode() + b"\0"
+        # The server too, unless told to share: a test server's answers must not stand in
+        # for production's just because both serve a model of that name.
+        self.server = public_url(provider.base_url) if cache_per_server else ""
+        self._key_prefix = self.fingerprint.encode() + b"\0" + self.server.encode() + b"\0"
         self.requests = 0
         self.reasks = 0
         # API key, header values and URL user info: masked in every answer, whatever the run.
@@ -137,10 +167,12 @@ class AskingJudge:
         """The result with its answer and reason masked: credentials, markers and any PII the
         judge quoted. Done before the result reaches the cache, a report or a log."""
         raw, reason = result.raw, result.reason
+        # Masked before it is cut: a cut through a secret would keep its first half.
         if raw:
-            raw = self.answer_redactor.text(mask_found_pii(strip_url_credentials(raw)))
+            raw = cut(self.answer_redactor.text(mask_found_pii(strip_url_credentials(raw))))
         if reason:
             reason = self.answer_redactor.text(mask_found_pii(strip_url_credentials(reason)))
+            reason = cut(reason)
         if raw == result.raw and reason == result.reason:
             return result
         return replace(result, raw=raw, reason=reason)
@@ -166,9 +198,9 @@ class AskingJudge:
             if answer.top_logprobs is None:
                 failed = "no logprobs returned"
                 return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens)
-            parsed = self.scoring.parse_logprobs(answer.top_logprobs)
+            parsed = in_range(self.scoring.parse_logprobs(answer.top_logprobs))
         else:
-            parsed = self.scoring.read(answer.text)
+            parsed = in_range(self.scoring.read(answer.text))
         # A readable answer that decides nothing (label set, no score) is final: no re-ask.
         if self.logprobs or parsed.score is not None or parsed.label is not None:
             return JudgeResult(
@@ -182,7 +214,7 @@ class AskingJudge:
             failed = f"unreadable answer ({parsed.reason}), re-ask failed: {exc}"
             return JudgeResult(None, None, answer.text, failed, elapsed(), *tokens, reasked=True)
         tokens = (tokens[0] + second.prompt_tokens, tokens[1] + second.completion_tokens)
-        parsed = self.scoring.read(second.text)
+        parsed = in_range(self.scoring.read(second.text))
         reason = parsed.reason
         if parsed.score is None and parsed.label is None:
             reason = f"unreadable after re-ask: {parsed.reason}"

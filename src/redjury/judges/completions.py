@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redjury.judges.answer_checks import logprob_table
 from redjury.judges.config import ConnectionType, JudgeSpec
 from redjury.judges.providers import (
     TOP_LOGPROBS,
@@ -35,7 +36,7 @@ class OpenAICompletionsProvider(OpenAIProvider):
         firsts: Any = (data["choices"][0].get("logprobs") or {}).get("top_logprobs") or []
         if not (firsts and firsts[0]):
             return None
-        return {str(t): float(lp) for t, lp in firsts[0].items()}
+        return logprob_table(firsts[0].items())
 
 
 class OllamaGenerateProvider(OllamaProvider):

@@ -52,7 +52,7 @@ class ConnectionSpec(_Strict):
     base_url: str | None = Field(
         None,
         validation_alias=AliasChoices("base_url", "endpoint"),
-        description="Server URL (`endpoint` is accepted as an alias). OLLAMA defaults to $OLLAMA_HOST or http://localhost:11434. Credentials in the URL (`user:pass@`) are refused: use `api_key_env` or `headers`.",
+        description="Server URL (`endpoint` is accepted as an alias). OLLAMA defaults to $OLLAMA_HOST or http://localhost:11434. Credentials in the URL (`user:pass@`) and any query (`?api_key=…`) are refused: use `api_key_env` or `headers`.",
     )
     api_key_env: str | None = Field(
         None,
@@ -106,8 +106,8 @@ class UpstreamSpec(_Strict):
     sha256: str | None = Field(
         None,
         description=(
-            "Expected SHA-256 of the downloaded file; default the type's pin, else the hash "
-            "recorded on first download."
+            "SHA-256 of the file you trust: replaces redjury's pins (file and prompts), "
+            "needed for another revision; for `prompt_file`, that file's hash."
         ),
     )
     cache_dir: str | None = Field(
@@ -269,6 +269,22 @@ class EvaluationSpec(_Strict):
         ge=0,
         le=MAX_DELAY_S,
         description="Cap on the backoff between retries (a longer Retry-After is still honoured).",
+    )
+    max_answer_bytes: int = Field(
+        2**20,
+        ge=1024,
+        le=2**30,
+        description=(
+            "Bytes of one judge answer read, raw and decompressed alike; a larger answer "
+            "abstains (default 1 MiB)."
+        ),
+    )
+    cache_per_server: bool = Field(
+        True,
+        description=(
+            "Key the judge cache by the server (base URL) too; false shares cached answers "
+            "between servers that serve a model of the same name."
+        ),
     )
 
     @field_validator("aggregation", mode="before")

@@ -12,11 +12,12 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from redjury.judges.config_checks import named_file_problem
 from redjury.judges.limits import AdaptiveLimit
 from redjury.judges.proxies import proxy_for
 
@@ -29,10 +30,16 @@ RATE_LIMIT_MAX_DELAY_S = 8.0
 MAX_RATE_LIMITED_RETRIES = 50
 # "Other requests succeed": one did within this many seconds.
 RATE_LIMIT_WINDOW_S = 10.0
+# Bytes of one answer read, raw and decompressed alike: real answers are a few KiB.
+DEFAULT_MAX_ANSWER_BYTES = 2**20
 
 
 class JudgeCallError(Exception):
     """A judge request failed for good (after any retries); the judge abstains with this reason."""
+
+
+class AnswerTooLarge(JudgeCallError):
+    """The server sent more than the engine reads (before or after decompression)."""
 
 
 class TLSVerifyError(JudgeCallError):
@@ -83,6 +90,9 @@ class Endpoint:
 
 def tls_context(ca_bundle: str | None) -> ssl.SSLContext:
     """System CAs (or $SSL_CERT_FILE), or only the CAs in `ca_bundle`."""
+    problem = named_file_problem(ca_bundle) if ca_bundle else None
+    if problem:
+        raise ValueError(f"connection.ca_bundle: {problem}")
     return ssl.create_default_context(cafile=ca_bundle)
 
 
@@ -160,7 +170,9 @@ class JudgeEngine:
         max_retries: int = 4,
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 30.0,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
+        self.max_answer_bytes = max_answer_bytes
         self.max_concurrency = max_concurrency
         self.per_endpoint_concurrency = per_endpoint_concurrency
         self.max_retries = max_retries
@@ -236,8 +248,12 @@ class JudgeEngine:
             timeout=route.client_timeout,
             ssl=ep.ssl if ep.ssl is not None else True,
             proxy=ep.proxy,
+            # A redirect to another origin would carry the judge's key there (aiohttp drops
+            # only `Authorization`); none is followed, and the caller names it.
+            allow_redirects=False,
         ) as resp:
-            return Response(resp.status, resp.headers, await resp.read())
+            body = await read_bounded(resp, self.max_answer_bytes)
+            return Response(resp.status, resp.headers, body)
 
     async def fetch(self, route: Route, body: bytes = b"") -> Response:
         """One request, no limits and no retries; transport failures as JudgeCallError
@@ -343,6 +359,8 @@ class JudgeEngine:
         if status < 300:
             limit.grow()
             return response.body
+        if status < 400:
+            raise JudgeCallError(redirect_refused(response, route.url))
         if status != 429 and status < 500:
             raise JudgeCallError(f"HTTP {status}")
         wait = retry_after_seconds(response.header("retry-after"))
@@ -362,6 +380,47 @@ class JudgeEngine:
         if session is not None and self._loop is asyncio.get_running_loop():
             await session.close()
         self._loop = None
+
+
+async def read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The body as decoded, or AnswerTooLarge once more than `limit` bytes arrive (a gzip
+    bomb or an endless stream stops there, whatever the Content-Length says)."""
+    too_large = AnswerTooLarge(
+        f"malformed response: the answer is over {limit} bytes (evaluation.max_answer_bytes)"
+    )
+    if resp.content_length is not None and resp.content_length > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials or query (an Azure key may sit in either)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def redirect_refused(response: Response, url: str) -> str:
+    """The abstention reason for a redirect: where it pointed, without credentials or query."""
+    location = response.header("location") or ""
+    try:
+        target = public_url(urljoin(url, location.strip())) if location else "nowhere"
+    except ValueError:
+        target = "an unreadable location"
+    return (
+        f"HTTP {response.status}: redirect to {target} not followed "
+        "(point base_url at the server that answers)"
+    )
 
 
 def _credentials_to_header(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -386,6 +445,8 @@ def _basic_auth(user: str, password: str) -> str:
 
 def _call_error(exc: BaseException, route: Route) -> JudgeCallError | _Retry:
     """What a failed request means: a certificate failure, a timeout, or a retryable fault."""
+    if isinstance(exc, JudgeCallError):
+        return exc
     if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
         detail = getattr(exc, "certificate_error", None) or exc
         return TLSVerifyError(f"TLS failed for {route.url}: {_first_line(detail)}")

@@ -17,7 +17,7 @@ from redjury.judges.asking import AskingJudge, JudgeResult, digest, fingerprint_
 from redjury.judges.cache import JudgeCache, default_cache_path
 from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
-from redjury.judges.engine import JudgeEngine
+from redjury.judges.engine import JudgeEngine, redirect_refused
 from redjury.judges.providers import provider_for
 from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
 from redjury.judges.upstream import UpstreamError
@@ -31,7 +31,9 @@ class PanelWarning(UserWarning):
 class Judge(AskingJudge):
     """One configured judge: unique id, scoring type, provider, route and fingerprint."""
 
-    def __init__(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> None:
+    def __init__(
+        self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine, *, cache_per_server: bool = True
+    ) -> None:
         s = spec.scoring
         try:
             scoring = get_scoring_type(s.type).from_spec(s)
@@ -48,7 +50,20 @@ class Judge(AskingJudge):
         )
         fields["logprobs"] = s.logprobs
         fields["parsing"] = s.parsing
-        super().__init__(judge_id, spec, scoring, provider, engine, fields, logprobs=s.logprobs)
+        used = scoring.upstream_used()
+        if used is not None:
+            # The hash of the file the prompt was read from: a changed file is another judge.
+            fields["upstream_sha256"] = used["sha256"]
+        super().__init__(
+            judge_id,
+            spec,
+            scoring,
+            provider,
+            engine,
+            fields,
+            logprobs=s.logprobs,
+            cache_per_server=cache_per_server,
+        )
         self.models_route = engine.route(
             provider.base_url,
             provider.models_path,
@@ -170,13 +185,18 @@ class JudgePanelDetector(Detector):
             max_retries=self.spec.max_retries,
             retry_base_delay=self.spec.retry_base_delay,
             retry_max_delay=self.spec.retry_max_delay,
+            max_answer_bytes=self.spec.max_answer_bytes,
         )
         ids = [
             j.id or i for j, i in zip(self.spec.judges, judge_ids(self.spec.judges), strict=True)
         ]
         if len(set(ids)) != len(ids):
             raise ValueError(f"judge ids are not unique: {ids}")
-        self.judges = [Judge(i, j, self.engine) for i, j in zip(ids, self.spec.judges, strict=True)]
+        per_server = self.spec.cache_per_server
+        self.judges = [
+            Judge(i, j, self.engine, cache_per_server=per_server)
+            for i, j in zip(ids, self.spec.judges, strict=True)
+        ]
         self.fingerprint = digest(
             {
                 "judges": [j.fingerprint for j in self.judges],
@@ -198,6 +218,8 @@ class JudgePanelDetector(Detector):
             for j in self.judges
             if j.scoring.parsing == "upstream" or j.scoring.uses_upstream_template
         }
+        for judge_id, used in self.upstream_files().items():
+            self._upstream[judge_id]["sha256"] = used["sha256"]
         self._inflight: dict[bytes, asyncio.Future[Vote]] = {}
         self.warnings = self._check()
         for message in self.warnings:
@@ -244,6 +266,12 @@ class JudgePanelDetector(Detector):
         return out
 
     # -- the public surface the runner uses -------------------------------------------
+    def upstream_files(self) -> dict[str, dict[str, Any]]:
+        """judge → the upstream file its prompt was read from and the hashes (run header,
+        eval rows); only judges with `template: upstream` that read one."""
+        used = {j.id: j.scoring.upstream_used() for j in self.judges}
+        return {judge_id: u for judge_id, u in used.items() if u is not None}
+
     def secrets(self) -> list[str]:
         return self.credentials()
 
@@ -275,7 +303,9 @@ class JudgePanelDetector(Detector):
                 continue
             try:
                 r = await self.engine.get(judge.models_route)
-                results[url] = None if r.status < 400 else f"HTTP {r.status}"
+                results[url] = None if r.status < 300 else f"HTTP {r.status}"
+                if 300 <= r.status < 400:
+                    results[url] = redirect_refused(r, judge.models_route.url)
             except Exception as exc:
                 results[url] = judge.masked(
                     JudgeResult(None, reason=f"{type(exc).__name__}: {exc}")
@@ -363,9 +393,14 @@ class JudgePanelDetector(Detector):
         return self.good(summary, **details)
 
     def _upstream_success(self, votes: list[Vote]) -> bool | None:
+        """The verdict with each unreadable answer counted as its source counts it. Only an
+        answer the judge gave is counted: a failed call (no answer) stays an abstention."""
         spec = self.spec
         counted = [
-            0.0 if v.score is None and self._counts_unreadable[v.judge] else v.score for v in votes
+            0.0
+            if v.score is None and v.result.raw is not None and self._counts_unreadable[v.judge]
+            else v.score
+            for v in votes
         ]
         return aggregate_votes(
             counted, spec.aggregation, spec.threshold, spec.require_all_judges
@@ -374,6 +409,9 @@ class JudgePanelDetector(Detector):
     async def _vote(self, judge: Judge, attempt: Attempt, output: str) -> Vote:
         counts = self._counts
         counts["calls"] += 1
+        unasked = judge.scoring.answer_without_asking(output)
+        if unasked is not None:
+            return Vote(judge.id, JudgeResult(unasked.score, unasked.label, None, unasked.reason))
         try:
             messages = judge.scoring.render(attempt, output)
         except MissingInput as exc:

@@ -9,7 +9,6 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -21,6 +20,8 @@ from redjury.judges.engine import (
     Route,
     TLSVerifyError,
     UnreachableError,
+    public_url,
+    redirect_refused,
 )
 
 # Seconds the preflight waits for one answer, however long a judge may take to judge.
@@ -46,16 +47,6 @@ class PreflightError(Exception):
     def __init__(self, failures: list[PreflightFailure]) -> None:
         super().__init__("\n".join(f.line() for f in failures))
         self.failures = failures
-
-
-def public_url(url: str) -> str:
-    """The URL without credentials or query (an Azure key may sit in either)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def judges_of(detectors: Iterable[Any]) -> list[AskingJudge]:
@@ -99,6 +90,8 @@ async def check_judge(judge: AskingJudge) -> str | None:
     probe = _route(engine, judge, provider.path, provider.headers, "POST")
     try:
         response = await engine.fetch(listing)
+        if 300 <= response.status < 400:
+            return redirect_refused(response, listing.url)
         if response.status in NO_LISTING:
             return _probe_cause(await engine.fetch(probe, provider.probe_body()), probe)
         cause, unlisted = _listing_cause(response, judge)
@@ -137,6 +130,8 @@ def _listing_cause(response: Response, judge: AskingJudge) -> tuple[str | None, 
 
 
 def _probe_cause(response: Response, route: Route) -> str | None:
+    if 300 <= response.status < 400:
+        return redirect_refused(response, route.url)
     if response.status in REFUSED:
         return f"HTTP {response.status}: the server refused the credentials (check api_key_env)"
     if response.status == 404:

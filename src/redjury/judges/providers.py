@@ -8,13 +8,16 @@ engine owns the HTTP around it.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import orjson
 
+from redjury.judges.answer_checks import InvalidAnswer, logprob_table, token_count
 from redjury.judges.config import ConnectionType, JudgeSpec
+from redjury.judges.config_checks import check_no_query
 
 if TYPE_CHECKING:
     from redjury.judges.engine import JudgeEngine, Route
@@ -31,6 +34,8 @@ OLLAMA_DEFAULT_HOST = "http://localhost:11434"
 # Local OpenAI-compatible servers ignore the key but some clients and proxies insist on one.
 PLACEHOLDER_API_KEY = "sk-no-key-required"
 TOP_LOGPROBS = 5
+# Control characters (CR and LF among them) that no header value may hold.
+_HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class MalformedResponse(Exception):
@@ -54,7 +59,8 @@ class Provider:
     def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
         self.spec = spec
         self.logprobs = logprobs
-        self.base_url = self._base_url()
+        # A query in the URL (from $OLLAMA_HOST, say) may hold a key that reports would show.
+        self.base_url = check_no_query(self._base_url()) or ""
         self.headers: dict[str, str] = {
             "content-type": "application/json",
             **spec.connection.headers,
@@ -102,7 +108,7 @@ class Provider:
         env = self.spec.connection.api_key_env
         if env is None:
             return None
-        key = os.environ.get(env)
+        key = env_key(self.spec, env)
         if not key:
             raise ValueError(f"judge {self.spec.name!r}: environment variable {env} is not set")
         return key
@@ -123,10 +129,19 @@ class Provider:
         """The answer text, token counts and (when asked) first-token logprobs of a reply."""
         try:
             data = _loads(content)
-            text = self._text(data) or ""
+            text = self._text(data)
+            if text is not None and not isinstance(text, str):
+                raise InvalidAnswer("the answer text is not a string")
             prompt_tokens, completion_tokens = self._usage(data)
             top = self._top_logprobs(data) if self.logprobs else None
-            return Answer(str(text), int(prompt_tokens or 0), int(completion_tokens or 0), top)
+            return Answer(
+                text or "",
+                token_count(prompt_tokens, "the prompt token count"),
+                token_count(completion_tokens, "the completion token count"),
+                top,
+            )
+        except InvalidAnswer as exc:
+            raise MalformedResponse(f"malformed response: {exc}") from exc
         except Exception as exc:
             raise MalformedResponse(f"malformed response: {type(exc).__name__}") from exc
 
@@ -176,7 +191,7 @@ class OpenAIProvider(Provider):
             return key
         if self.spec.connection.base_url:
             return PLACEHOLDER_API_KEY
-        key = os.environ.get("OPENAI_API_KEY")
+        key = env_key(self.spec, "OPENAI_API_KEY")
         if not key:
             raise ValueError(
                 f"judge {self.spec.name!r}: no base_url and no API key; set api_key_env "
@@ -195,7 +210,7 @@ class OpenAIProvider(Provider):
         lp = (data["choices"][0].get("logprobs") or {}).get("content") or []
         if not lp:
             return None
-        return {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
+        return logprob_table((t["token"], t["logprob"]) for t in lp[0].get("top_logprobs") or ())
 
 
 def ollama_host() -> str:
@@ -256,7 +271,7 @@ class OllamaProvider(Provider):
         lp = data.get("logprobs") or []
         if not lp:
             return None
-        return {t["token"]: float(t["logprob"]) for t in lp[0].get("top_logprobs") or ()}
+        return logprob_table((t["token"], t["logprob"]) for t in lp[0].get("top_logprobs") or ())
 
 
 AZURE_API_VERSION = "2024-10-21"
@@ -330,7 +345,7 @@ class AnthropicProvider(Provider):
 
     def _api_key(self) -> str | None:
         if self.spec.connection.api_key_env is None and self.spec.connection.base_url:
-            return os.environ.get("ANTHROPIC_API_KEY") or None
+            return env_key(self.spec, "ANTHROPIC_API_KEY") or None
         return _key_from(self.spec, "ANTHROPIC_API_KEY")
 
     def _auth_headers(self, key: str) -> dict[str, str]:
@@ -352,9 +367,29 @@ class AnthropicProvider(Provider):
         return usage.get("input_tokens"), usage.get("output_tokens")
 
 
+def env_key(spec: JudgeSpec, env: str) -> str | None:
+    """An API key from the environment; ValueError naming the variable (never the value)
+    when it could not travel in a header: CR or LF would inject headers of its own."""
+    key = os.environ.get(env)
+    if key and (_HEADER_UNSAFE.search(key) or not _latin1(key)):
+        raise ValueError(
+            f"judge {spec.name!r}: environment variable {env} holds a line break, another "
+            "control character or text outside latin-1, which a header cannot carry"
+        )
+    return key
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _key_from(spec: JudgeSpec, default_env: str) -> str:
     env = spec.connection.api_key_env or default_env
-    key = os.environ.get(env)
+    key = env_key(spec, env)
     if not key:
         raise ValueError(f"judge {spec.name!r}: environment variable {env} is not set")
     return key

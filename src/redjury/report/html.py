@@ -15,6 +15,7 @@ from typing import Any
 from redjury.judges.abstentions import describe_causes
 from redjury.redaction import without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
+from redjury.report.folder import write_replacing
 from redjury.stats.small_sample import shown_interval
 
 HTML_NAME = "redjury.report.html"
@@ -598,8 +599,7 @@ def render_html(data: ReportData) -> str:
 def write_html(out_dir: Path, hit_limit: int = HIT_LIMIT) -> Path:
     """Write `redjury.report.html` beside the run folder's report JSONL and return its path."""
     data = load_report(out_dir, hit_limit)
-    target = data.path.parent / HTML_NAME
-    tmp = target.with_suffix(".html.tmp")
-    tmp.write_text(render_html(data), encoding="utf-8")
-    tmp.replace(target)
-    return target
+    html = render_html(data)
+    return write_replacing(
+        data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
+    )

@@ -140,6 +140,15 @@ class JsonlWriter:
         self._fh.flush()
         self._pending = 0
 
+    def still_at_path(self) -> bool:
+        """Whether the open file is still the one at `path` (not removed or replaced)."""
+        if self._fh.closed:
+            return self.path.exists()
+        try:
+            return os.path.samestat(os.fstat(self._fh.fileno()), os.stat(self.path))
+        except OSError:
+            return False
+
     def tell(self) -> int:
         """The file offset after every row written so far."""
         self.flush()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from redjury.report.digest import ReportData
+from redjury.report.folder import write_replacing
 from redjury.stats.small_sample import shown_interval
 
 # Characters XML 1.0 cannot hold at all; a hostile output must not make the file unreadable.
@@ -85,6 +86,7 @@ def junit_tree(data: ReportData) -> ET.ElementTree:
 
 
 def write_junit(data: ReportData, target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    junit_tree(data).write(target, encoding="utf-8", xml_declaration=True)
-    return target
+    tree = junit_tree(data)
+    return write_replacing(
+        target, lambda tmp: tree.write(tmp, encoding="utf-8", xml_declaration=True)
+    )

@@ -8,6 +8,7 @@ from typing import Any
 
 from redjury.config import ReportingSpec
 from redjury.report.digest import HIT_LIMIT, load_report
+from redjury.report.folder import write_replacing
 from redjury.report.html import HTML_NAME, render_html
 from redjury.report.html import write_html as write_html
 from redjury.report.junit import write_junit
@@ -50,8 +51,10 @@ def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None
         return 0  # nothing asked for: do not read the report back
     data = load_report(out_dir, HIT_LIMIT if reporting.html else 0)
     if reporting.html:
-        target = data.path.parent / HTML_NAME
-        target.write_text(render_html(data), encoding="utf-8")
+        html = render_html(data)
+        target = write_replacing(
+            data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
+        )
         echo(f"html: {target}")
     if reporting.junit:
         echo(f"junit: {write_junit(data, Path(reporting.junit))}")

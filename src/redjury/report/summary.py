@@ -10,6 +10,7 @@ from typing import Any
 
 from redjury.judges.abstentions import describe_causes
 from redjury.report.digest import ReportData, load_report
+from redjury.report.folder import output_problem, report_outputs, write_replacing
 from redjury.report.terminal import escape_control, escape_name
 from redjury.stats.small_sample import shown_interval
 
@@ -175,6 +176,8 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
     from rich.table import Table as RichTable
     from rich.text import Text
 
+    if markdown is not None and (problem := output_problem(markdown, report_outputs(out_dir))):
+        raise ValueError(f"--markdown {markdown}: {problem}")
     data = load_report(out_dir, hit_limit=0)
     # Piped or captured output keeps whole names instead of an 80-column cut.
     console = Console() if sys.stdout.isatty() else Console(width=200)
@@ -190,5 +193,6 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
             table.add_row(*(Text(escape_name(c), style=styles.get(c, "")) for c in row))
         console.print(table)
     if markdown is not None:
-        markdown.write_text(markdown_summary(data), encoding="utf-8")
+        text = markdown_summary(data)
+        write_replacing(markdown, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         console.print(f"markdown: {escape_control(str(markdown))}", markup=False)

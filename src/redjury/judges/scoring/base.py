@@ -15,10 +15,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from orjson import loads as _json_loads
-
 from redjury.attempts import Attempt
+from redjury.judges.answer_checks import InvalidAnswer, json_object_once, logprob_table
 from redjury.judges.config import ScoringSpec
+from redjury.judges.config_checks import read_named_file
 from redjury.plugins import Registry
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ class Template:
     def load(cls, name: str) -> Template:
         """A packaged template by `NAME.vN`, or a file path."""
         if name.endswith(".txt") or "/" in name:
-            return cls.parse(Path(name).name, Path(name).read_text(encoding="utf-8"))
+            return cls.parse(Path(name).name, read_named_file(name, "scoring.template"))
         res = files("redjury") / "resources" / "judges" / f"{name}.txt"
         return cls.parse(name, res.read_text(encoding="utf-8"))
 
@@ -209,6 +209,15 @@ class ScoringType:
     def uses_upstream_template(self) -> bool:
         return bool(getattr(self, "_upstream_shape", False))
 
+    def upstream_used(self) -> dict[str, Any] | None:
+        """The upstream file this judge reads its prompt from and its hashes (None: none)."""
+        return self.upstream.used() if self.upstream is not None else None
+
+    def answer_without_asking(self, output: str) -> Parsed | None:
+        """A vote the source gives without asking its judge (HackAgent's trivial replies);
+        None: ask. Only in `parsing: upstream`."""
+        return None
+
     def part(self, name: str) -> str:
         assert self.upstream is not None, "template: upstream was not fetched"
         return self.upstream.parts[name]
@@ -266,6 +275,15 @@ class ScoringType:
         return Parsed(None, reason=f"{self.name} does not support logprobs")
 
 
+def logprobs_problem(top: Mapping[str, float]) -> str | None:
+    """Why these first-token logprobs are no distribution to read a vote from, or None."""
+    try:
+        logprob_table(top.items())
+    except InvalidAnswer as exc:
+        return f"unreadable logprobs: {exc}"
+    return None
+
+
 # -- shared parsers: first word or a named JSON field, never a search of free text ------
 _YES_NO = re.compile(r"(?:answer\s*:\s*)?[*_\"'`\s]*(yes|no)(?![a-z])", re.IGNORECASE)
 _RATING = re.compile(
@@ -280,7 +298,9 @@ def _strip(text: str) -> str:
 def _json_field(text: str, fields: tuple[str, ...]) -> object:
     """The first named field of a JSON object answer; raises ValueError when unreadable."""
     try:
-        data = _json_loads(text)
+        data = json_object_once(text)
+    except InvalidAnswer:
+        raise
     except Exception as exc:
         raise ValueError("unreadable JSON answer") from exc
     if not isinstance(data, dict):
@@ -328,6 +348,9 @@ class YesNoScoringType(ScoringType):
         return Parsed(10.0 if word == "yes" else 0.0, label=word)
 
     def parse_logprobs(self, top: Mapping[str, float]) -> Parsed:
+        invalid = logprobs_problem(top)
+        if invalid:
+            return Parsed(None, reason=invalid)
         p_yes = p_no = 0.0
         for token, logprob in top.items():
             word = token.strip().strip("*_\"'").lower()

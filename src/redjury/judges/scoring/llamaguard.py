@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from redjury.attempts import Attempt
+from redjury.downloads import sha256_of
 from redjury.judges.config import ScoringSpec
+from redjury.judges.config_checks import read_named_file
 from redjury.judges.scoring.base import (
     Message,
     Parsed,
@@ -72,11 +74,13 @@ class LlamaGuardScoring(VerdictWordScoringType):
         "Llama Guard would classify that whole message as the user turn); template: upstream "
         "sends the conversation as user / assistant turns to the chat endpoint, where the "
         "server applies the model's own chat template; on the completions endpoint, the "
-        "model's full prompt from upstream.prompt_file"
+        "model's full prompt from upstream.prompt_file; parsing: upstream reads "
+        "llama-cookbook's rule (first line 'safe' is safe, anything else unsafe)"
     )
     # Llama Guard's prompt is its chat template's output: the server has it, or the user gives
     # it as `upstream.prompt_file` for the completions endpoint.
     _prompt_file: str | None = None
+    _prompt_file_used: dict[str, Any] | None = None
 
     def use_upstream(self, spec: ScoringSpec) -> None:
         super().use_upstream(spec)
@@ -90,14 +94,25 @@ class LlamaGuardScoring(VerdictWordScoringType):
             )
         path = Path(spec.upstream.prompt_file).expanduser()
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UpstreamError(f"{path}: cannot read the prompt file: {exc}") from exc
+            text = read_named_file(path, "scoring.upstream.prompt_file")
+        except ValueError as exc:
+            raise UpstreamError(str(exc)) from None
         missing = [f for f in ("{prompt}", "{output}") if f not in text]
         if missing:
             raise UpstreamError(f"{path}: the prompt file lacks {' and '.join(missing)}")
+        found = sha256_of(path)
+        expected = spec.upstream.sha256
+        if expected and found != expected.lower():
+            raise UpstreamError(
+                f"{path}: SHA-256 mismatch of the prompt file: expected {expected}, found "
+                f"{found}. If you trust this file, set scoring.upstream.sha256: {found}"
+            )
         self._prompt_file = text
+        self._prompt_file_used = {"prompt_file": str(path), "sha256": found}
         self.template = Template(f"prompt-file:{path.name}", text, {})
+
+    def upstream_used(self) -> dict[str, Any] | None:
+        return self._prompt_file_used
 
     def render_upstream(self, attempt: Attempt, output: str) -> list[Message]:
         user = attempt.prompt or attempt.goal or NOT_RECORDED

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from redjury.attempts import Attempt
+from redjury.judges.config_checks import read_named_file
 from redjury.judges.scoring.base import ScaleScoringType
 from redjury.judges.scoring.verdict_words import VerdictWordScoringType, require_fields
 
@@ -69,7 +70,7 @@ class Rubric:
         if name.endswith(".txt") or "/" in name:
             path = Path(name)
             self.version = path.stem
-            self.text = path.read_text(encoding="utf-8")
+            self.text = read_named_file(path, "rubric")
         else:
             self.version = name
             res = files("redjury") / "resources" / "rubrics" / f"{name}.txt"

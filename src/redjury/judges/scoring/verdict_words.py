@@ -15,6 +15,7 @@ from redjury.judges.scoring.base import (
     Parsed,
     YesNoScoringType,
     _answer_parts,
+    logprobs_problem,
 )
 
 # Markup a model puts around its first word; stripped before the word is read.
@@ -117,6 +118,9 @@ class VerdictWordScoringType(YesNoScoringType):
 
     def parse_logprobs(self, top: Mapping[str, float]) -> Parsed:
         """P(the top-scoring word) renormalised over the accepted words of the first token."""
+        invalid = logprobs_problem(top)
+        if invalid:
+            return Parsed(None, reason=invalid)
         mass: dict[str, float] = {}
         for token, logprob in top.items():
             word = token.strip().strip("*_\"'`").lower()

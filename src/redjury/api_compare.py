@@ -1,0 +1,83 @@
+"""`redjury.compare(base, new)`: did the new run get safer, and how sure are we? The Python face
+of `redjury compare`, over run folders, report paths or `Results`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas
+
+    from redjury.comparison import CompareSettings
+
+COMPARE_NAME = "redjury.compare.jsonl"
+
+
+@dataclass
+class Comparison:
+    """The comparison rows of two runs (the JSONL's shape, see the README's "Comparing two
+    runs"), with the settings they were made under."""
+
+    base: str
+    new: str
+    rows: list[dict[str, Any]]
+    settings: CompareSettings
+
+    @property
+    def regressions(self) -> list[dict[str, Any]]:
+        """Rows whose ASR rose significantly after adjustment (and beyond the margin)."""
+        return [r for r in self.rows if r["verdict"] == "regression"]
+
+    @property
+    def improvements(self) -> list[dict[str, Any]]:
+        """Rows whose ASR fell significantly after adjustment (and beyond the margin)."""
+        return [r for r in self.rows if r["verdict"] == "improvement"]
+
+    def to_jsonl(self, path: str | Path | None = None) -> str | Path:
+        """The rows as JSONL: written to `path` (returned), or returned as text."""
+        from redjury.report.compare import comparison_jsonl
+
+        text = comparison_jsonl(self.rows)
+        if path is None:
+            return text
+        out = Path(path)
+        out.write_text(text, encoding="utf-8")
+        return out
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """One DataFrame row per comparison (pip install 'redjury[pandas]')."""
+        import pandas
+
+        return pandas.DataFrame(self.rows)
+
+
+def compare(
+    base: Any,
+    new: Any,
+    *,
+    margin: float = 0.0,
+    adjust: str = "holm",
+    confidence: float = 0.95,
+    allow_different_judges: bool = False,
+) -> Comparison:
+    """Compare two runs (each a run folder, a report JSONL path, a `Results` or its rows):
+    NEW − BASE per probe × detector, intent × detector and detector overall, with intervals,
+    p-values adjusted across the table (`holm` or `bh`) and verdicts. Raises
+    `redjury.comparison.CompareError` (a ValueError) for runs that cannot be compared."""
+    from redjury.comparison import CompareSettings, Vocabulary, comparison_rows, read_run
+
+    settings = CompareSettings(margin, adjust, confidence, allow_different_judges)
+    vocabulary = Vocabulary()
+    base_run = read_run(base, vocabulary, _label(base, "BASE"))
+    new_run = read_run(new, vocabulary, _label(new, "NEW"))
+    rows = comparison_rows(base_run, new_run, settings)
+    return Comparison(base_run.label, new_run.label, rows, settings)
+
+
+def _label(run: Any, fallback: str) -> str:
+    if isinstance(run, str | Path):
+        return str(run)
+    out_dir = getattr(run, "out_dir", None)
+    return str(out_dir) if out_dir is not None else fallback
