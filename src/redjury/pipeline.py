@@ -43,7 +43,7 @@ from redjury.inputs import (
     path_problem,
 )
 from redjury.redaction import run_redactors, without_url_credentials
-from redjury.report.digest import DigestBuilder
+from redjury.report.digest import DigestBuilder, judge_savings
 from redjury.report.jsonl import (
     HITLOG_NAME,
     REPORT_NAME,
@@ -675,7 +675,7 @@ class Run:
                 tallies.digest.add_eval(row)
         digest_row = tallies.digest.row()
         report.write(digest_row)
-        report.write(self._completion(header, detectors))
+        report.write(self._completion(header, detectors) | judge_savings(digest_row))
         self.output.close()
         hits_limit = 20 if self.options.verbose else 0
         for row in eval_rows:
