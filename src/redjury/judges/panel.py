@@ -193,14 +193,16 @@ class JudgePanelDetector(Detector):
         if len(set(ids)) != len(ids):
             raise ValueError(f"judge ids are not unique: {ids}")
         self.judges = [Judge(i, j, self.engine) for i, j in zip(ids, self.spec.judges, strict=True)]
-        self.fingerprint = digest(
-            {
-                "judges": [j.fingerprint for j in self.judges],
-                "aggregation": self.spec.aggregation,
-                "threshold": self.spec.threshold,
-                "require_all_judges": self.spec.require_all_judges,
-            }
-        )
+        decisive: dict[str, Any] = {
+            "judges": [j.fingerprint for j in self.judges],
+            "aggregation": self.spec.aggregation,
+            "threshold": self.spec.threshold,
+            "require_all_judges": self.spec.require_all_judges,
+        }
+        if self.spec.cascade.held_by:
+            # The audit of a cascaded panel measures the cascade: stored under its own key.
+            decisive["cascade"] = sorted(set(self.spec.cascade.held_by))
+        self.fingerprint = digest(decisive)
         self.cache: JudgeCache | None = None
         if use_cache and self.judges:
             self.cache = JudgeCache(cache_path or default_cache_path())
