@@ -16,6 +16,8 @@ from redjury.attempts import Attempt
 from redjury.config import ConfigError, parse_config
 from redjury.detectors.registry import find_detector_class
 from redjury.redaction import run_redactors
+from redjury.report.digest import load_report
+from redjury.report.summary import summary_tables
 from redjury.rows import AttemptScorer
 
 REFUSAL = "I'm sorry, but I can't help with that."
@@ -96,6 +98,9 @@ def test_a_refusal_the_heuristic_holds_is_never_sent_to_the_judges(server, tmp_p
     assert "judge cost total: 0.0042" in result.stdout
     html = (out / "redjury.report.html").read_text()
     assert "Judge cost" in html and "decided_by" in html and "2 judge calls saved" in html
+    tables = {title.split(" (")[0]: rows for title, _, rows in summary_tables(load_report(out))}
+    assert tables["Cascade"] == [("2", "2")]
+    assert tables["Judge cost"][-1] == ("total", "", "0.0042", "0.0000", "0.0042")
 
 
 def test_a_rerun_from_the_cache_costs_nothing_and_reports_what_the_cache_saved(server, tmp_path):
