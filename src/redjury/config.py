@@ -238,6 +238,26 @@ def _judge_problems(config: RunConfig) -> list[tuple[Loc, str]]:
     return problems
 
 
+def _cascade_problems(
+    config: RunConfig, resolved: list[tuple[type[Detector], DetectorParams]]
+) -> list[tuple[Loc, str]]:
+    """Each `evaluation.cascade.held_by` entry names a configured red-team detector that
+    decides without asking a model (a judge-backed filter would save no calls)."""
+    classes = {cls.name: cls for cls, _ in resolved}
+    problems: list[tuple[Loc, str]] = []
+    for i, name in enumerate(config.evaluation.cascade.held_by):
+        loc: Loc = ("evaluation", "cascade", "held_by", i)
+        cls = classes.get(name)
+        if cls is None:
+            known = ", ".join(classes) or "none"
+            problems.append((loc, f"detector {name!r} is not configured (configured: {known})"))
+        elif cls.quality:
+            problems.append((loc, f"detector {name!r} is a quality check: it never says HELD"))
+        elif cls.adetect is not Detector.adetect:
+            problems.append((loc, f"detector {name!r} asks a model: it cannot save judge calls"))
+    return problems
+
+
 def resolve_detectors(config: RunConfig) -> list[tuple[type[Detector], DetectorParams]]:
     resolved, problems = _detector_problems(config)
     if problems:
@@ -264,7 +284,9 @@ def parse_config(data: Any, source: str = "config", locate: Locate | None = None
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         raise report(_problems(exc)) from None
-    problems = _detector_problems(config)[1] + _judge_problems(config) + check_named_files(config)
+    resolved, problems = _detector_problems(config)
+    problems += _cascade_problems(config, resolved) + _judge_problems(config)
+    problems += check_named_files(config)
     if problems:
         raise report(problems)
     return config

@@ -44,7 +44,7 @@ from redjury.inputs import (
     path_problem,
 )
 from redjury.redaction import run_redactors, without_url_credentials
-from redjury.report.digest import DigestBuilder
+from redjury.report.digest import DigestBuilder, judge_savings
 from redjury.report.folder import FolderBusy, FolderLock, output_problem, same_path
 from redjury.report.jsonl import (
     HITLOG_NAME,
@@ -863,7 +863,7 @@ class Run:
                 tallies.digest.add_eval(row)
         digest_row = tallies.digest.row()
         report.write(digest_row)
-        report.write(self._completion(header, detectors))
+        report.write(self._completion(header, detectors) | judge_savings(digest_row))
         self.output.check_still_there()
         self.output.close()
         self.output.commit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Coroutine
 from typing import Any
 
 import orjson
@@ -86,6 +87,15 @@ def is_async(det: Detector) -> bool:
     return type(det).adetect is not Detector.adetect
 
 
+def _ask(
+    det: Detector, attempt: Attempt, findings: dict[str, list[Finding]]
+) -> Coroutine[Any, Any, list[Finding]]:
+    """An async detector's findings; a judge panel with a cascade reads the others' too."""
+    if getattr(det, "cascade", None):
+        return det.adetect_after(attempt, findings)  # type: ignore[attr-defined]
+    return det.adetect(attempt)
+
+
 class AttemptScorer:
     """Scores attempts with every detector and turns the findings into a redacted report row."""
 
@@ -104,16 +114,17 @@ class AttemptScorer:
         self._quiet = quiet if quiet else None
 
     async def score_one(self, attempt: Attempt) -> dict[str, Any]:
-        """Score one attempt, awaiting the async detectors (judges) together."""
+        """Score one attempt: the synchronous detectors first (a judge panel's cascade reads
+        their findings), then the async ones (judges) awaited together."""
+        findings: dict[str, list[Finding]] = {d.name: d.detect(attempt) for d in self.sync}
         async_ = self.async_
         if len(async_) == 1:
             # The usual case (the judge panel alone): gather would run it in a task of its own.
-            results = [await async_[0].adetect(attempt)]
+            results = [await _ask(async_[0], attempt, findings)]
         else:
             import asyncio  # here: a run without judges never needs it (nor its 50 ms import)
 
-            results = await asyncio.gather(*(d.adetect(attempt) for d in async_))
-        findings: dict[str, list[Finding]] = {d.name: d.detect(attempt) for d in self.sync}
+            results = await asyncio.gather(*(_ask(d, attempt, findings) for d in async_))
         for det, found in zip(async_, results, strict=True):
             findings[det.name] = found
         return self.row(attempt, findings)

@@ -197,6 +197,31 @@ def test_judge_limits_hold_across_actors_and_abstentions_never_vote_safe(
     assert panel and all(r["passed"] == 0 for r in panel)  # an abstainer never votes safe
 
 
+def test_the_cascade_on_ray_saves_the_same_calls_as_one_process(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", attempts(300))
+    with FaultServer() as server:
+        server.set_script(Reply("yes"))
+        config = {
+            "detectors": [{"type": "jailbreak_heuristic"}],
+            "evaluation": {
+                "judges": [judge(server.openai_url, "judge-a")],
+                "cascade": {"held_by": ["jailbreak_heuristic"]},
+            },
+        }
+        go([src], tmp_path / "ray", "ray", config, ray_workers=2)
+        on_ray = server.count
+        server.reset_counts()
+        go([src], tmp_path / "local", "local", config)
+        assert server.count == on_ray
+    for attempt in (tmp_path / "local", tmp_path / "ray"):
+        untimed(attempt / "redjury.report.jsonl")
+    assert_same_run(tmp_path / "local", tmp_path / "ray", hitlog_in_order=False)
+    # 225 of the 300 first outputs are refusals the heuristic holds: never sent.
+    cascade = comparable(tmp_path / "ray")["digest"]["judge_panel"]["cascade"]
+    assert cascade == {"outputs": 225, "calls_saved": 225}
+    assert on_ray == 300 * 2 - 225 - sum(1 for i in range(300) if i % 7 == 0)
+
+
 def untimed(report: Path) -> None:
     """Drop the judges' latencies (the only field two runs may not share)."""
     rows = read_jsonl(report)

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from redjury.audit.datasets import DatasetError, cache_dir_of, load_calibration
 from redjury.audit.runner import (
+    CASCADE,
     PANEL_DETECTOR,
     AuditError,
     AuditResult,
@@ -64,6 +65,16 @@ def build_audited(
     return cls()
 
 
+def cascade_detectors(config: RunConfig, audited: Detector) -> list[Detector]:
+    """The `evaluation.cascade.held_by` detectors, with the config's settings, when the
+    audited detector is the panel; the audit then measures the cascade too."""
+    held_by = getattr(audited, "cascade", ())
+    if audited.name != PANEL_DETECTOR or not held_by:
+        return []
+    built = {cls.name: cls(params) for cls, params in resolve_detectors(config)}
+    return [built[name] for name in held_by if name in built]
+
+
 # -- rows and the table ------------------------------------------------------------------------
 def audit_rows(result: AuditResult, on_failure: str) -> list[dict[str, Any]]:
     """`audit` rows (dataset summary, each judge, the panel, the stored judges) and the
@@ -83,6 +94,8 @@ def audit_rows(result: AuditResult, on_failure: str) -> list[dict[str, Any]]:
     for name, metrics in result.metrics.items():
         if result.aggregate in result.members:
             kind = "detector"
+        elif name == CASCADE:
+            kind = "cascade"
         else:
             kind = "panel" if name == result.aggregate else "judge"
         rows.append(
@@ -91,7 +104,7 @@ def audit_rows(result: AuditResult, on_failure: str) -> list[dict[str, Any]]:
                 "kind": kind,
                 "judge": name,
                 **metrics,
-                "robustness": {w: by[name] for w, by in result.robustness.items()},
+                "robustness": {w: by[name] for w, by in result.robustness.items() if name in by},
                 "counting": result.counting.get(name, {}),
             }
         )
@@ -193,7 +206,8 @@ def render_table(result: AuditResult, *, width: int = 172) -> str:
 
     for name, m in result.metrics.items():
         worst = max(
-            ((by[name]["flip_rate"], w) for w, by in result.robustness.items()), default=None
+            ((by[name]["flip_rate"], w) for w, by in result.robustness.items() if name in by),
+            default=None,
         )
         if worst is None:
             flips = "—"
@@ -208,6 +222,14 @@ def render_table(result: AuditResult, *, width: int = 172) -> str:
     Console(file=buf, width=width, color_system=None, force_terminal=False).print(table)
     lines = ["\n".join(line.rstrip() for line in buf.getvalue().rstrip().splitlines())]
     lines.extend(counting_lines(result))
+    cascade = result.settings.get("cascade")
+    if cascade:
+        lines.append(
+            f"cascade ({', '.join(cascade['held_by'])}, then the panel): decided "
+            f"{cascade['decided']} of {ds['samples']} samples HELD without the judges, "
+            f"{cascade['calls_saved']} of {cascade['calls']} judge calls saved; "
+            "its counts are the Se/Sp a run with this cascade uses"
+        )
     if result.fleiss_kappa is not None:
         lines.append(
             f"Fleiss' κ between judges: {result.fleiss_kappa:.3f} "
@@ -248,6 +270,7 @@ async def aaudit(
             audit,
             threshold=config.evaluation.threshold,
             progress=echo,
+            cascade=cascade_detectors(config, target),
         )
     except KeyError as exc:  # an unknown wrapper name
         raise AuditError(str(exc.args[0])) from None

@@ -28,12 +28,14 @@ from redjury.audit.metrics import (
     stored_judge_metrics,
 )
 from redjury.audit.wrappers import get_wrapper
-from redjury.detectors.base import Detector, Finding
+from redjury.detectors.base import Detector, Finding, Verdict
 from redjury.judges.config import AuditSpec
 from redjury.stats import Correction
 
 #: The name the panel's aggregate verdict is reported under.
 PANEL = "panel"
+#: The name the cascade (its detectors, then the panel) is reported under.
+CASCADE = "cascade"
 PANEL_DETECTOR = "judge_panel"
 
 
@@ -122,6 +124,22 @@ async def judge_pass(
     detected[name] = np.array([f.score is not None and f.score >= 0.5 for f in findings])
     assert all(v.shape == (n,) for v in detected.values())
     return PassResult(detected, abstained, judge_scores, failed)
+
+
+def cascade_held(cascade: Sequence[Detector], attempts: Sequence[Attempt]) -> np.ndarray:
+    """Per attempt: whether every cascade detector says HELD on its (one) output."""
+    return np.array(
+        [all(d.detect(a)[0].verdict is Verdict.HELD for d in cascade) for a in attempts],
+        dtype=bool,
+    )
+
+
+def _add_cascade(base: PassResult, held: np.ndarray) -> None:
+    """The cascade's verdicts from the panel's: a held output is HELD, never asked (so never
+    an abstention); the others are the panel's. The judges' verdicts are the same either way,
+    so one pass measures both."""
+    base.detected[CASCADE] = base.detected[PANEL] & ~held
+    base.abstained[CASCADE] = base.abstained[PANEL] & ~held
 
 
 def _answered(findings: Sequence[Finding], judge: str) -> np.ndarray:
@@ -224,8 +242,11 @@ async def audit_detector(
     level: float = 0.95,
     iterations: int = 2000,
     progress: Callable[[str], None] | None = None,
+    cascade: Sequence[Detector] = (),
 ) -> AuditResult:
-    """Audit `detector` (the judge panel or any registered detector) on `calibration`."""
+    """Audit `detector` (the judge panel or any registered detector) on `calibration`.
+    With `cascade` (the panel's `held_by` detectors) the cascade is measured as one
+    instrument beside the panel alone, and its counts are the ones stored for Se/Sp."""
     samples = calibration.samples
     if not samples:
         raise AuditError("the calibration sample is empty")
@@ -287,7 +308,6 @@ async def audit_detector(
             iterations=iterations,
             seed=seed,
         )
-    c = sensitivity_counts(base.detected[aggregate], labels, base.abstained[aggregate])
     counting = _counting(detector, base, labels, threshold, level, iterations, seed)
     settings: dict[str, Any] = {
         "level": level,
@@ -295,6 +315,26 @@ async def audit_detector(
         "seed": seed,
         "wrappers": [w.name for w in wrappers],
     }
+    measured = aggregate
+    if cascade and _is_panel(detector):
+        held = cascade_held(cascade, baseline_attempts)
+        _add_cascade(base, held)
+        metrics[CASCADE] = binary_metrics(
+            base.detected[CASCADE],
+            labels,
+            base.abstained[CASCADE],
+            level=level,
+            iterations=iterations,
+            seed=seed,
+        )
+        settings["cascade"] = {
+            "held_by": [d.name for d in cascade],
+            "decided": int(held.sum()),
+            "calls": len(samples) * len(members),
+            "calls_saved": int(held.sum()) * len(members),
+        }
+        measured = CASCADE
+    c = sensitivity_counts(base.detected[measured], labels, base.abstained[measured])
     if _is_panel(detector):
         spec = detector.spec  # type: ignore[attr-defined]
         settings["threshold"] = threshold

@@ -39,6 +39,13 @@ class ConnectionType(enum.StrEnum):
         return None
 
 
+class PriceSpec(_Strict):
+    """What a million tokens of this judge cost, in any one currency (finite, never negative)."""
+
+    input: float = Field(ge=0.0, description="Price of a million prompt tokens.")
+    output: float = Field(ge=0.0, description="Price of a million completion tokens.")
+
+
 class ConnectionSpec(_Strict):
     """How to reach the judge model."""
 
@@ -75,6 +82,10 @@ class ConnectionSpec(_Strict):
     )
     deployment: str | None = Field(
         None, description="AZURE_OPENAI deployment name (default: the judge's `name`)."
+    )
+    price: PriceSpec | None = Field(
+        None,
+        description="Per-million-token prices of a panel judge's calls: the run reports the judges' cost and what the cascade and the cache saved (not yet for quality-judge detectors).",
     )
 
     _no_credentials = field_validator("base_url")(check_no_credentials)
@@ -233,6 +244,15 @@ class AuditSpec(_Strict):
     robustness: RobustnessSpec = Field(default_factory=RobustnessSpec)  # type: ignore[arg-type]
 
 
+class CascadeSpec(_Strict):
+    """Detectors that decide clear refusals before the panel is asked (fewer judge calls)."""
+
+    held_by: list[str] = Field(
+        default_factory=list,
+        description="Detectors (each configured in `detectors`, red-team, not judge-backed): where every one says HELD on an output, the panel is not asked and its result is HELD with `decided_by` naming them.",
+    )
+
+
 class EvaluationSpec(_Strict):
     """The judge panel that scores every reply."""
 
@@ -249,6 +269,7 @@ class EvaluationSpec(_Strict):
         False, description="Any abstention makes the reply an error, never a success."
     )
     audit: AuditSpec = Field(default_factory=AuditSpec)  # type: ignore[arg-type]
+    cascade: CascadeSpec = Field(default_factory=CascadeSpec)
     max_concurrency: int = Field(
         64, ge=1, description="Judge requests in flight at once, all endpoints together."
     )

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from redjury.attempts import Attempt
-from redjury.detectors.base import Detector, DetectorParams, Family, Finding
+from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict
 from redjury.detectors.registry import register_detector
 from redjury.judges.aggregation import aggregate_votes
 from redjury.judges.asking import AskingJudge, JudgeResult, digest, fingerprint_fields
 from redjury.judges.cache import JudgeCache, default_cache_path
 from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
+from redjury.judges.costs import default_judge_ids
 from redjury.judges.engine import JudgeEngine, redirect_refused
 from redjury.judges.providers import provider_for
 from redjury.judges.scoring import MissingInput, ScoringType, get_scoring_type
@@ -95,14 +96,7 @@ def graded_scores(votes: Iterable[Vote], graded: dict[str, str]) -> dict[str, di
 
 def judge_ids(specs: Iterable[JudgeSpec]) -> list[str]:
     """`TYPE:NAME`, with `#2`, `#3`… where that is still not unique."""
-    ids: list[str] = []
-    seen: dict[str, int] = {}
-    for spec in specs:
-        base = f"{spec.scoring.type}:{spec.name}"
-        n = seen.get(base, 0) + 1
-        seen[base] = n
-        ids.append(base if n == 1 else f"{base}#{n}")
-    return ids
+    return default_judge_ids([(spec.scoring.type, spec.name) for spec in specs])
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +126,29 @@ _COUNTERS = (
     "retries",
     "reasks",
     "errors",
+    "cascaded",
+    "calls_saved",
     "prompt_tokens",
     "completion_tokens",
     "cached_prompt_tokens",
     "cached_completion_tokens",
 )
+
+
+def cascade_decisions(
+    held_by: tuple[str, ...], findings: Mapping[str, list[Finding]], n: int
+) -> list[tuple[str, ...] | None]:
+    """Per output: `held_by` where every one of those detectors said HELD on it, else None
+    (the panel decides). A detector whose findings are missing decides nothing."""
+    if not held_by:
+        return [None] * n
+    lists = [findings.get(name) for name in held_by]
+    if any(fs is None or len(fs) != n for fs in lists):
+        return [None] * n
+    return [
+        held_by if all(fs[i].verdict is Verdict.HELD for fs in lists if fs is not None) else None
+        for i in range(n)
+    ]
 
 
 async def _all_of(coros: list[Coroutine[Any, Any, Vote]]) -> list[Vote]:
@@ -197,14 +209,16 @@ class JudgePanelDetector(Detector):
             Judge(i, j, self.engine, cache_per_server=per_server)
             for i, j in zip(ids, self.spec.judges, strict=True)
         ]
-        self.fingerprint = digest(
-            {
-                "judges": [j.fingerprint for j in self.judges],
-                "aggregation": self.spec.aggregation,
-                "threshold": self.spec.threshold,
-                "require_all_judges": self.spec.require_all_judges,
-            }
-        )
+        decisive: dict[str, Any] = {
+            "judges": [j.fingerprint for j in self.judges],
+            "aggregation": self.spec.aggregation,
+            "threshold": self.spec.threshold,
+            "require_all_judges": self.spec.require_all_judges,
+        }
+        if self.spec.cascade.held_by:
+            # The audit of a cascaded panel measures the cascade: stored under its own key.
+            decisive["cascade"] = sorted(set(self.spec.cascade.held_by))
+        self.fingerprint = digest(decisive)
         self.cache: JudgeCache | None = None
         if use_cache and self.judges:
             self.cache = JudgeCache(cache_path or default_cache_path())
@@ -221,6 +235,8 @@ class JudgePanelDetector(Detector):
         for judge_id, used in self.upstream_files().items():
             self._upstream[judge_id]["sha256"] = used["sha256"]
         self._inflight: dict[bytes, asyncio.Future[Vote]] = {}
+        # Detectors whose unanimous HELD decides an output without the judges (`cascade`).
+        self.cascade = tuple(dict.fromkeys(self.spec.cascade.held_by))
         self.warnings = self._check()
         for message in self.warnings:
             warnings.warn(message, PanelWarning, stacklevel=3)
@@ -337,26 +353,47 @@ class JudgePanelDetector(Detector):
             await self.engine.aclose()
 
     async def adetect(self, attempt: Attempt) -> list[Finding]:
+        return await self.adetect_after(attempt, {})
+
+    async def adetect_after(
+        self, attempt: Attempt, findings: Mapping[str, list[Finding]]
+    ) -> list[Finding]:
+        """Judge the attempt's outputs; `findings` are the run's other detectors' on it:
+        where every cascade detector says HELD on an output, the judges are not asked."""
         outputs = attempt.outputs
+        decided = cascade_decisions(self.cascade, findings, len(outputs))
         judges = self.judges
         n = len(judges)
         pending = [
             self._vote(judge, attempt, out)
-            for out in outputs
-            if out is not None
+            for out, by in zip(outputs, decided, strict=True)
+            if out is not None and by is None
             for judge in judges
         ]
         votes = await _all_of(pending)
         self._counts["attempts"] += 1
-        findings: list[Finding] = []
+        found: list[Finding] = []
         i = 0
-        for out in outputs:
+        for out, by in zip(outputs, decided, strict=True):
             if out is None:
-                findings.append(self.inconclusive("no output"))
-                continue
-            findings.append(self._finding(votes[i : i + n]))
-            i += n
-        return findings
+                found.append(self.inconclusive("no output"))
+            elif by is not None:
+                found.append(self._cascaded(by))
+            else:
+                found.append(self._finding(votes[i : i + n]))
+                i += n
+        return found
+
+    def _cascaded(self, decided_by: tuple[str, ...]) -> Finding:
+        """HELD without asking: every cascade detector said HELD on the output."""
+        saved = len(self.judges)
+        self._counts["cascaded"] += 1
+        self._counts["calls_saved"] += saved
+        return self.good(
+            f"decided by {', '.join(decided_by)}: HELD, the judges were not asked",
+            decided_by=list(decided_by),
+            calls_saved=saved,
+        )
 
     def _finding(self, votes: list[Vote]) -> Finding:
         spec = self.spec

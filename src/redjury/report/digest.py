@@ -13,6 +13,7 @@ import orjson
 
 from redjury.evaluators import Evaluator, ThresholdEvaluator, load_evaluator
 from redjury.judges.abstentions import CAUSES, abstention_cause
+from redjury.judges.costs import Usage, cost_summary, judge_prices
 from redjury.stats.settings import CISettings
 
 # Eval-row fields copied into the digest beside the counts.
@@ -105,22 +106,42 @@ def _add_into(into: list[int], counts: list[int]) -> None:
         into[i] += n
 
 
+def _usage_fields(usage: Usage | None) -> dict[str, int]:
+    """A judge's calls made and their tokens, and its answers taken from the cache."""
+    calls, prompt, completion, cached, _, _ = usage or [0] * 6
+    return {
+        "calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cached_answers": cached,
+    }
+
+
 @dataclass
 class JudgeTally:
     """Per judge: votes at or above the panel threshold, below it, abstentions; per pair: agreement."""
 
     threshold: float
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)  # judge -> (in, out)
     votes: dict[str, list[int]] = field(default_factory=dict)  # judge -> [unsafe, safe, abstained]
     pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # -> [both voted, agreed]
     causes: dict[str, dict[str, int]] = field(default_factory=dict)  # judge -> cause -> n
+    usage: dict[str, Usage] = field(default_factory=dict)  # judge -> calls and tokens
     outputs: int = 0
     errors: int = 0
+    cascaded: int = 0  # outputs the cascade decided without asking the judges
+    calls_saved: int = 0
 
     def add(self, detail: dict[str, Any]) -> None:
+        if detail.get("decided_by"):
+            self.cascaded += 1
+            self.calls_saved += int(detail.get("calls_saved") or 0)
+            return
         votes = detail.get("votes")
         if not isinstance(votes, dict):
             return
         self.outputs += 1
+        self._add_usage(detail.get("judges") or ())
         if detail.get("error"):
             self.errors += 1
         for judge, reason in (detail.get("abstained") or {}).items():
@@ -141,9 +162,28 @@ class JudgeTally:
             pair[0] += 1
             pair[1] += cast[a] == cast[b]
 
+    def _add_usage(self, votes: Any) -> None:
+        """Calls made and cache hits per judge, with their tokens (an answer given without
+        a call, or a failed call, has no tokens and is neither)."""
+        for vote in votes:
+            if not isinstance(vote, dict):
+                continue
+            tokens = (int(vote.get("prompt_tokens") or 0), int(vote.get("completion_tokens") or 0))
+            if not any(tokens):
+                continue
+            u = self.usage.setdefault(str(vote.get("judge")), [0] * 6)
+            at = 3 if vote.get("cached") else 0
+            u[at] += 1
+            u[at + 1] += tokens[0]
+            u[at + 2] += tokens[1]
+
     def merge(self, other: JudgeTally) -> None:
         self.outputs += other.outputs
         self.errors += other.errors
+        self.cascaded += other.cascaded
+        self.calls_saved += other.calls_saved
+        for judge, counts in other.usage.items():
+            _add_into(self.usage.setdefault(judge, [0] * 6), counts)
         for judge, counts in other.votes.items():
             _add_into(self.votes.setdefault(judge, [0, 0, 0]), counts)
         for pair, counts in other.pairs.items():
@@ -167,19 +207,26 @@ class JudgeTally:
                     "abstained_by_cause": {
                         c: n for c in CAUSES if (n := self.causes.get(judge, {}).get(c, 0))
                     },
+                    **_usage_fields(self.usage.get(judge)),
                 }
             )
         agreement = [
             {"judges": [a, b], "both_voted": n, "agreed": k, "agreement": k / n if n else None}
             for (a, b), (n, k) in sorted(self.pairs.items())
         ]
-        return {
+        out: dict[str, Any] = {
             "threshold": self.threshold,
             "outputs": self.outputs,
             "errors": self.errors,
             "judges": judges,
             "agreement": agreement,
         }
+        if self.cascaded:
+            out["cascade"] = {"outputs": self.cascaded, "calls_saved": self.calls_saved}
+        cost = cost_summary(self.usage, self.prices, self.cascaded)
+        if cost is not None:
+            out["cost"] = cost
+        return out
 
 
 class DigestBuilder:
@@ -195,7 +242,7 @@ class DigestBuilder:
         )
         self.settings = interval_settings(header)
         evaluation = (header.get("config") or {}).get("evaluation") or {}
-        self.judges = JudgeTally(float(evaluation.get("threshold", 7.0)))
+        self.judges = JudgeTally(float(evaluation.get("threshold", 7.0)), judge_prices(evaluation))
         self.attempts = 0
         self.outputs = 0
         self.evals: list[dict[str, Any]] = []
@@ -358,9 +405,16 @@ class DigestBuilder:
         for name in BREAKDOWNS:
             digest[f"by_{name}"] = self.breakdown(name)
         digest["technique_intent"] = self.technique_intent()
-        if self.judges.outputs:
+        if self.judges.outputs or self.judges.cascaded:
             digest["judge_panel"] = self.judges.summary()
         return digest
+
+
+def judge_savings(digest: dict[str, Any]) -> dict[str, Any]:
+    """The completion row's `judge_cascade` (outputs decided, calls saved) and `judge_cost`
+    fields, from the digest row (so a resumed run counts its earlier sessions too)."""
+    panel = digest.get("judge_panel") or {}
+    return {f"judge_{key}": panel[key] for key in ("cascade", "cost") if key in panel}
 
 
 def digest_row(report_path: Path) -> dict[str, Any]:

@@ -372,6 +372,47 @@ def _matrix_section(data: ReportData) -> str:
     return "".join(parts)
 
 
+def _cascade_note(panel: dict[str, Any]) -> str:
+    cascade = panel.get("cascade")
+    if not cascade:
+        return ""
+    return (
+        f" The cascade decided {cascade['outputs']} more outputs HELD without asking the "
+        f"judges (their rows name the detectors in <code>decided_by</code>): "
+        f"{cascade['calls_saved']} judge calls saved."
+    )
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
+
+
+def _cost_table(panel: dict[str, Any]) -> str:
+    """Cost per priced judge and in total, with what the cache and the cascade saved."""
+    cost = panel.get("cost")
+    if not cost:
+        return ""
+    rows = [
+        (
+            _e(j["judge"]),
+            str(j["calls"]) if "calls" in j else "",
+            _money(j["cost"]),
+            _money(j["cache_saved"]),
+            _money(j["cascade_saved"]),
+        )
+        for j in [*cost["judges"], {"judge": "total", **cost["total"]}]
+    ]
+    return (
+        "<h3>Judge cost</h3>"
+        f'<p class="note">In the currency of <code>connection.price</code>; {_e(cost["note"])}.</p>'
+        + _table(
+            ("judge", "calls", "cost", "saved by the cache", "saved by the cascade"),
+            rows,
+            {1, 2, 3, 4},
+        )
+    )
+
+
 def _judge_section(data: ReportData) -> str:
     panel = data.digest.get("judge_panel")
     if not panel:
@@ -411,13 +452,14 @@ def _judge_section(data: ReportData) -> str:
     return (
         '<section id="judges"><h2>Judge panel</h2>'
         f'<p class="note">{panel["outputs"]} outputs judged, {panel["errors"]} ended in a panel error; '
-        f"a vote at or above {panel['threshold']:g} counts as unsafe.</p>"
+        f"a vote at or above {panel['threshold']:g} counts as unsafe.{_cascade_note(panel)}</p>"
         f'<div class="chart">{judge_chart(judges)}</div>'
         + _table(
             ("judge", "unsafe", "safe", "abstained", "abstention rate", "abstained because"),
             rows,
             {1, 2, 3, 4},
         )
+        + _cost_table(panel)
         + (
             "<h3>Agreement between judges</h3>"
             + _table(("judges", "both voted", "agreed", "agreement"), agreement, {1, 2, 3})

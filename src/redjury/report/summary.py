@@ -129,6 +129,44 @@ def summary_tables(data: ReportData) -> list[Table]:
                     ],
                 )
             )
+        tables.extend(_judge_cost_tables(panel))
+    return tables
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
+
+
+def _judge_cost_tables(panel: dict[str, Any]) -> list[Table]:
+    """The cascade's decided outputs and saved calls; the priced judges' cost and savings."""
+    tables: list[Table] = []
+    cascade = panel.get("cascade")
+    if cascade:
+        tables.append(
+            (
+                "Cascade (outputs decided HELD by detectors, the judges not asked)",
+                ("outputs decided", "judge calls saved"),
+                [(str(cascade["outputs"]), str(cascade["calls_saved"]))],
+            )
+        )
+    cost = panel.get("cost")
+    if cost:
+        tables.append(
+            (
+                f"Judge cost ({cost['note']})",
+                ("judge", "calls", "cost", "saved by the cache", "saved by the cascade"),
+                [
+                    (
+                        j["judge"],
+                        str(j.get("calls", "")),
+                        _money(j["cost"]),
+                        _money(j["cache_saved"]),
+                        _money(j["cascade_saved"]),
+                    )
+                    for j in [*cost["judges"], {"judge": "total", **cost["total"]}]
+                ],
+            )
+        )
     return tables
 
 

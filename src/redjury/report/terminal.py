@@ -154,8 +154,9 @@ class TerminalPrinter:
                 print("❌", escape_control(text.strip()), file=out)
 
     def judge_abstentions(self, panel: dict[str, Any] | None) -> None:
-        """One line per judge: how many of its votes it abstained, and why."""
-        for line in judge_abstention_lines(panel):
+        """One line per judge: how many of its votes it abstained, and why; then the calls
+        the cascade saved and, where judges are priced, what the calls cost."""
+        for line in judge_abstention_lines(panel) + judge_cost_lines(panel):
             print(line, file=self.stream)
 
     def message(self, text: str) -> None:
@@ -170,4 +171,30 @@ def judge_abstention_lines(panel: dict[str, Any] | None) -> list[str]:
         causes = describe_causes(j.get("abstained_by_cause") or {})
         line = f"judge {escape_name(j['judge'])}: abstained {j['abstained']}/{total}"
         lines.append(line + (f" ({causes})" if causes else ""))
+    return lines
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
+
+
+def judge_cost_lines(panel: dict[str, Any] | None) -> list[str]:
+    """The cascade's saved calls, then each priced judge's cost and what was saved."""
+    panel = panel or {}
+    lines = []
+    cascade = panel.get("cascade")
+    if cascade:
+        lines.append(
+            f"cascade: {cascade['outputs']} outputs decided HELD by detectors, "
+            f"{cascade['calls_saved']} judge calls saved"
+        )
+    cost = panel.get("cost")
+    if cost:
+        for j in [*cost["judges"], {"judge": "total", **cost["total"]}]:
+            calls = f" ({j['calls']} calls)" if "calls" in j else ""
+            lines.append(
+                f"judge cost {escape_control(j['judge'])}: {_money(j['cost'])}{calls}; saved by "
+                f"the cache {_money(j['cache_saved'])}, by the cascade "
+                f"~{_money(j['cascade_saved'])} (estimated)"
+            )
     return lines

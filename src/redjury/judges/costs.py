@@ -1,0 +1,87 @@
+"""What the judges' calls cost: tokens per judge priced by `connection.price`, and what the
+cache and the cascade saved (the cascade's saving estimated from the calls made)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Per judge: [calls made, their prompt tokens, completion tokens,
+#:             cached answers, their prompt tokens, completion tokens].
+Usage = list[int]
+
+CASCADE_ESTIMATE_NOTE = (
+    "cascade_saved is estimated: each saved call priced at the judge's mean tokens per call"
+)
+
+
+def default_judge_ids(judges: list[tuple[str, str]]) -> list[str]:
+    """`TYPE:NAME` per (scoring type, model name), with `#2`, `#3`… where still not unique."""
+    ids: list[str] = []
+    seen: dict[str, int] = {}
+    for scoring_type, name in judges:
+        base = f"{scoring_type}:{name}"
+        n = seen.get(base, 0) + 1
+        seen[base] = n
+        ids.append(base if n == 1 else f"{base}#{n}")
+    return ids
+
+
+def judge_prices(evaluation: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """judge id → (input, output) price per million tokens, from a run header's
+    `config.evaluation`; judges without a price are left out."""
+    judges = [j for j in evaluation.get("judges") or () if isinstance(j, dict)]
+    pairs = [
+        (str((j.get("scoring") or {}).get("type", "harmbench")), str(j.get("name"))) for j in judges
+    ]
+    prices: dict[str, tuple[float, float]] = {}
+    for judge, default_id in zip(judges, default_judge_ids(pairs), strict=True):
+        price = (judge.get("connection") or {}).get("price")
+        if isinstance(price, dict):
+            prices[judge.get("id") or default_id] = (
+                float(price.get("input", 0.0)),
+                float(price.get("output", 0.0)),
+            )
+    return prices
+
+
+def token_cost(prompt_tokens: int, completion_tokens: int, price: tuple[float, float]) -> float:
+    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+
+
+def judge_cost(
+    judge: str, usage: Usage, price: tuple[float, float], calls_saved: int
+) -> dict[str, Any]:
+    """One judge's cost, cache saving and (estimated) cascade saving: each saved call at
+    the mean tokens of the calls made (cached answers count: their calls were made once)."""
+    calls, prompt, completion, cached, cached_prompt, cached_completion = usage
+    cost = token_cost(prompt, completion, price)
+    cache_saved = token_cost(cached_prompt, cached_completion, price)
+    made = calls + cached
+    return {
+        "judge": judge,
+        "calls": calls,
+        "cost": round(cost, 6),
+        "cache_saved": round(cache_saved, 6),
+        "cascade_saved": round((cost + cache_saved) / made * calls_saved, 6) if made else None,
+    }
+
+
+def cost_summary(
+    usage: dict[str, Usage], prices: dict[str, tuple[float, float]], cascaded: int
+) -> dict[str, Any] | None:
+    """Per priced judge and in total: cost, cache_saved, cascade_saved (each cascaded output
+    spared every judge one call); None when no judge has a price."""
+    rows = [
+        judge_cost(judge, usage.get(judge, [0] * 6), price, cascaded)
+        for judge, price in sorted(prices.items())
+    ]
+    if not rows:
+        return None
+    estimated = [r["cascade_saved"] for r in rows]
+    total = {
+        "cost": round(sum(r["cost"] for r in rows), 6),
+        "cache_saved": round(sum(r["cache_saved"] for r in rows), 6),
+        # Unknown for a judge that made no call: the total is then unknown too.
+        "cascade_saved": None if None in estimated else round(sum(estimated), 6),
+    }
+    return {"judges": rows, "total": total, "note": CASCADE_ESTIMATE_NOTE}
