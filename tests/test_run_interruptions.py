@@ -100,6 +100,105 @@ def test_ctrl_c_keeps_every_finished_attempt_and_says_how_to_resume(tmp_path: Pa
         assert sorted(ids) == sorted(f"s{i}" for i in range(n))
 
 
+def _default_stop_signals() -> None:
+    """The child takes SIGTERM and SIGHUP as a run does by default (a test run under nohup
+    passes an ignored SIGHUP down)."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _judged_run(tmp_path: Path, server: FaultServer, n: int, limit: int | None = None):
+    attempts = write_jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {"id": f"s{i}", "probe": "p", "goal": "g", "outputs": [f"reply s{i} end"]}
+            for i in range(n)
+        ],
+    )
+    config = _panel_config(tmp_path / "c.yaml", server)
+    if limit is not None:
+        data = json.loads(config.read_text())
+        data["evaluation"] |= {"max_concurrency": limit, "per_endpoint_concurrency": limit}
+        config.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1", "REDJURY_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "redjury.cli", "run", str(attempts), "-c", str(config)]
+    cmd += ["--out", str(out)]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_stop_signals,
+    )
+    return proc, cmd, env, out
+
+
+def _attempt_ids(report: Path) -> list[str]:
+    return [r["id"] for r in rows_of(report, "attempt")] if report.exists() else []
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_stop_signal_keeps_every_judged_attempt_like_ctrl_c(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    n = 14
+    release = {"now": False}
+    with FaultServer() as server:
+        server.set_script(_slow_first_script(release))
+        proc, cmd, env, out = _judged_run(tmp_path, server, n)
+        report = out / "redjury.report.jsonl"
+        # Every attempt but s0 is judged, and on disk while s0 still hangs (a kill -9 now
+        # would lose none of them).
+        _wait_for(lambda: len(_attempt_ids(report)) == n - 1)
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == code, stderr
+        name = signal.Signals(signum).name
+        assert f"stopped by {name}: {n - 1} judged attempts are kept in {report}" in stderr
+        assert "resume" in stderr and "Traceback" not in stderr
+        assert sorted(_attempt_ids(report)) == sorted(f"s{i}" for i in range(1, n))
+
+        release["now"] = True
+        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr
+        assert sorted(_attempt_ids(report)) == sorted(f"s{i}" for i in range(n))
+
+
+def test_judged_rows_reach_the_disk_while_the_run_waits_so_kill_9_keeps_them(
+    tmp_path: Path,
+) -> None:
+    n = 10
+    with FaultServer() as server:
+        server.set_script(_slow_first_script({"now": False}))
+        proc, _, _, out = _judged_run(tmp_path, server, n)
+        try:
+            _wait_for(lambda: len(_attempt_ids(out / "redjury.report.jsonl")) == n - 1)
+        finally:
+            proc.kill()
+            proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert sorted(_attempt_ids(out / "redjury.report.jsonl")) == [f"s{i}" for i in range(1, n)]
+
+
+@pytest.mark.usefixtures("interruptible")
+def test_ctrl_c_with_a_low_concurrency_limit_prints_no_traceback(tmp_path: Path) -> None:
+    n = 40
+    with FaultServer() as server:
+        server.set_script(lambda req: Reply("no", delay=60.0))
+        # Four requests hang in flight, every other attempt waits for a slot.
+        proc, _, _, out = _judged_run(tmp_path, server, n, limit=4)
+        _wait_for(lambda: server.count >= 4)
+        time.sleep(1.0)  # the others have queued behind them (no timing is asserted)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted: 0 judged attempts are kept" in stderr
+    assert "Traceback" not in stderr and "never retrieved" not in stderr, stderr
+
+
 @pytest.mark.parametrize(
     "flags",
     [["--eval-threshold", "0.2"], ["--zero-tolerance"], ["--bootstrap-min-sample-size", "2"]],

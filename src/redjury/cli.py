@@ -657,10 +657,14 @@ def _exit_now(code: int) -> None:
 
 
 def _run_app() -> int:
-    """The command's exit status; every error reported on stderr."""
+    """The command's exit status; every error reported on stderr. SIGTERM and SIGHUP stop
+    a command as Ctrl-C does (redjury.interrupts)."""
+    from redjury.interrupts import cause, exit_code, stop_signals_interrupt
+
     warnings.showwarning = _plain_warning
     try:
-        code = app(standalone_mode=False)
+        with stop_signals_interrupt():
+            code = app(standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
         typer.echo(exc.format_message(), err=True)
         code = exc.exit_code
@@ -672,12 +676,19 @@ def _run_app() -> int:
     except click_errors.ClickException as exc:
         typer.echo(f"{ERROR_PREFIX}{exc.format_message()}", err=True)
         code = exc.exit_code
-    except (typer.Abort, KeyboardInterrupt):
+    except typer.Abort:
         typer.echo("redjury: interrupted", err=True)
         code = 130
+    except KeyboardInterrupt as interrupt:
+        typer.echo(f"redjury: {cause(interrupt)}", err=True)
+        code = exit_code(interrupt)
     except Exception as exc:  # the last resort: an internal error, exit 1
+        from redjury.pipeline import RunError
         from redjury.report.terminal import printable
 
+        if isinstance(exc, RunError):  # raised where no command expects it (a judge cache)
+            typer.echo(f"{ERROR_PREFIX}{printable(str(exc))}", err=True)
+            return exc.exit_code
         typer.echo(
             f"{ERROR_PREFIX}internal error: {printable(f'{type(exc).__name__}: {exc}')}", err=True
         )

@@ -19,6 +19,7 @@ import secrets as pysecrets
 import shutil
 import sys
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,6 +44,7 @@ from redjury.inputs import (
     LineError,
     path_problem,
 )
+from redjury.interrupts import cause, exit_code, held
 from redjury.redaction import run_redactors, without_url_credentials
 from redjury.report.digest import DigestBuilder, judge_savings
 from redjury.report.folder import FolderBusy, FolderLock, output_problem, same_path
@@ -70,6 +72,9 @@ _gc_saved: tuple[int, ...] = gc.get_threshold()
 # Rows written between flushes (a kill loses at most these; they are redone on resume).
 WINDOW_SYNC = 512
 WINDOW_ASYNC = 256
+# ... and at most this many seconds: a row reaches the file this long after it is made,
+# however slowly the rows after it come (kill -9 loses at most that much).
+FLUSH_AFTER_S = 1.0
 # Bytes written to the report or the hitlog between the fsyncs started in the background
 # (the closing fsync then waits only for the last stretch).
 SYNC_BYTES = 8 << 20
@@ -92,10 +97,11 @@ class RunError(Exception):
 
 
 class RunInterrupted(RunError):
-    """Ctrl-C: what was finished is kept and a rerun into the same folder resumes."""
+    """Ctrl-C or a stop signal: what was finished is kept and a rerun into the same folder
+    resumes (exit 130, or 128 + the signal's number)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, EXIT_INTERRUPTED)
+    def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED) -> None:
+        super().__init__(message, exit_code)
 
 
 @dataclass
@@ -619,6 +625,8 @@ class _Completions:
     def cancel(self) -> None:
         for task in self.tasks:
             task.cancel()
+        for task in self.ready:  # retrieved: the run ends with the first error it met
+            task.exception()
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -903,8 +911,10 @@ class Run:
 
                     return asyncio.run(self._execute_async(detectors))
                 return self._execute_sync(detectors)
-        except KeyboardInterrupt:
-            raise self._interrupted() from None
+        except KeyboardInterrupt as interrupt:
+            raise self._interrupted(interrupt) from None
+        except OSError as exc:
+            raise self._failed_on_disk(exc) from None
 
     async def aexecute(self) -> RunResult:
         """Run inside the caller's event loop (the judges share it)."""
@@ -1027,7 +1037,7 @@ class Run:
         # The input is checked again as it is judged: a file changed since the first pass
         # cannot slip a bad line, a duplicate or an unchecked attempt past the checks.
         gate = self._input_gate(state, refuse=not self.options.skip_bad_lines)
-        emit = _Emitter(self, output, tallies, WINDOW_ASYNC)
+        emit = _Emitter(self, output, tallies, WINDOW_ASYNC, timed=True)
         output.mark()
         try:
             attempts = gate.attempts(self.inputs.records(), emit.input_error)
@@ -1077,17 +1087,39 @@ class Run:
             hitlog_rows=out.hitlog.rows if isinstance(out.hitlog, MemoryWriter) else None,
         )
 
-    def _interrupted(self) -> RunInterrupted:
+    def _interrupted(self, interrupt: KeyboardInterrupt | None = None) -> RunInterrupted:
+        """Ctrl-C or a stop signal (see redjury.interrupts): what is kept, how to resume."""
+        interrupt = interrupt or KeyboardInterrupt()
         if self.output is not None:
             self.output.commit()  # what was judged is kept: the run resumes from it
         where = self.output.report_path if self.output else None
         kept = self.scored + self.resumed
         if where is None:
-            return RunInterrupted(f"interrupted after {kept} attempts; nothing was written")
+            return RunInterrupted(
+                f"{cause(interrupt)} after {kept} attempts; nothing was written",
+                exit_code(interrupt),
+            )
         return RunInterrupted(
-            f"interrupted: {kept} judged attempts are kept in {where}; run the same command "
-            "again (same --out) to resume where it stopped"
+            f"{cause(interrupt)}: {kept} judged attempts are kept in {where}; run the same "
+            "command again (same --out) to resume where it stopped",
+            exit_code(interrupt),
         )
+
+    def _failed_on_disk(self, exc: OSError) -> RunError:
+        """A file the run reads or writes failed (a full disk, a file-size limit, a read-only
+        folder): one line naming it and saying what was kept (exit 2)."""
+        where = exc.filename or self.options.out_dir or "the run's files"
+        what = exc.strerror or type(exc).__name__
+        report = self.output.report_path if self.output else None
+        if report is None:
+            kept = "nothing was judged"
+        else:
+            kept = (
+                f"{report} keeps the attempts judged before it, up to its last flush "
+                f"({self.scored + self.resumed} judged in all); once fixed, the same command "
+                "resumes"
+            )
+        return RunError(f"{where}: {what}; {kept}")
 
     def _say(self, text: str) -> None:
         self._print(self.printer.message, text)
@@ -1173,15 +1205,26 @@ class _Emitter:
     """The write stage as the scoring loop sees it: rows to the report and the tallies,
     input errors as rows, a flush (and the progress bar) once per window."""
 
-    def __init__(self, run: Run, output: RunOutput, tallies: RunTallies, window: int) -> None:
+    def __init__(
+        self, run: Run, output: RunOutput, tallies: RunTallies, window: int, timed: bool = False
+    ) -> None:
         self.run = run
         self.output = output
         self.tallies = tallies
         self.window = window
         self.unflushed = 0
         self.progress = _Progress(run.resumed, run.options.progress)
+        # When the oldest unflushed row must be flushed; `timed` (inside an event loop): a
+        # timer flushes it then even when no row comes after it.
+        self.flush_due = float("inf")
+        self.timed = timed
+        self._timer: asyncio.TimerHandle | None = None
 
     def row(self, row: dict[str, Any]) -> None:
+        with held():
+            self._row(row)
+
+    def _row(self, row: dict[str, Any]) -> None:
         self.output.report.write(row)
         self.tallies.add(row)
         self._scored()
@@ -1190,14 +1233,15 @@ class _Emitter:
         """Some of a chunk's rows scored in a worker process (the gate left others out):
         each report line with its hitlog lines, counted here one by one."""
         report, hitlog, tallies = self.output.report, self.output.hitlog, self.tallies
-        for line, hits in rows:
-            report.write_line(line)
-            if hits:
-                hitlog.write_line(hits)
-            row = orjson.loads(line)
-            tallies.tally.add(row)
-            tallies.digest.add_attempt(row)
-            self._scored()
+        with held():
+            for line, hits in rows:
+                report.write_line(line)
+                if hits:
+                    hitlog.write_line(hits)
+                row = orjson.loads(line)
+                tallies.tally.add(row)
+                tallies.digest.add_attempt(row)
+                self._scored()
 
     def scored_block(
         self,
@@ -1208,22 +1252,38 @@ class _Emitter:
     ) -> None:
         """`rows` rows scored in a worker process as one block of report lines and one of
         their hitlog lines, with the worker's tallies of exactly these rows."""
-        self.output.report.write_block(report_lines)
-        if hit_lines:
-            self.output.hitlog.write_block(hit_lines)
-        self.tallies.tally.merge(counted[0])
-        self.tallies.digest.merge(counted[1])
-        self._scored(rows)
+        with held():
+            self.output.report.write_block(report_lines)
+            if hit_lines:
+                self.output.hitlog.write_block(hit_lines)
+            self.tallies.tally.merge(counted[0])
+            self.tallies.digest.merge(counted[1])
+            self._scored(rows)
 
     def _scored(self, rows: int = 1) -> None:
         self.run.scored += rows
+        if not self.unflushed:
+            self._flush_by(time.monotonic() + FLUSH_AFTER_S)
         self.unflushed += rows
-        if self.unflushed >= self.window:
+        if self.unflushed >= self.window or time.monotonic() >= self.flush_due:
+            self.flush()
+
+    def _flush_by(self, due: float) -> None:
+        self.flush_due = due
+        if self.timed and self._timer is None:
+            import asyncio
+
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush_timed)
+
+    def _flush_timed(self) -> None:
+        self._timer = None
+        if self.unflushed:
             self.flush()
 
     def rows(self, rows: Iterable[dict[str, Any]]) -> None:
-        for row in rows:
-            self.row(row)
+        with held():
+            for row in rows:
+                self._row(row)
 
     def input_error(self, err: LineError) -> None:
         self.output.report.write(input_error_row(err))
@@ -1232,9 +1292,16 @@ class _Emitter:
         self.output.flush()
         self.progress.advance(self.unflushed)
         self.unflushed = 0
+        self.flush_due = float("inf")
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def close(self) -> None:
         """Runs on every exit, Ctrl-C included: what was finished reaches the disk."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self.output.flush()
         self.progress.close()
 

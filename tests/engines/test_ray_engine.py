@@ -3,7 +3,11 @@ nothing lost or duplicated when a worker dies, resume from shards."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +29,17 @@ REFUSAL = "I'm sorry, but I can't help with that request."
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
-    """One local Ray for the module; its workers import the test helpers too."""
+    """One local Ray of the module's own, whatever cluster this machine has running or
+    left an address of (RAY_ADDRESS, `ray start`'s address file): the `redjury` commands
+    the tests start do not see RAY_ADDRESS either. Its workers import the test helpers."""
     paths = [str(REPO / "src"), str(REPO / "tests" / "support"), str(REPO / "tests" / "servers")]
     os.environ["PYTHONPATH"] = os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    machine_address = os.environ.pop("RAY_ADDRESS", None)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+    if machine_address is not None:
+        os.environ["RAY_ADDRESS"] = machine_address
 
 
 def attempts(n: int) -> list[dict[str, Any]]:
@@ -318,3 +327,118 @@ def test_cli_engine_flags_reach_the_run(tmp_path: Path) -> None:
         "run", REPO / "examples" / "attempts.jsonl", "--engine", "spark", "--out", tmp_path / "s"
     )
     assert proc.returncode == 2 and "engine" in proc.stderr
+
+
+def _dead_address() -> str:
+    """host:port where nothing listens (a port just given back by the kernel)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("form", ["{}", "ray://{}"])
+def test_an_unreachable_ray_address_is_refused_naming_it(tmp_path: Path, form: str) -> None:
+    address = form.format(_dead_address())
+    example = REPO / "examples" / "attempts.jsonl"
+    proc = redjury(
+        "run", example, "--engine", "ray", "--ray-address", address, "--out", tmp_path / "o"
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"redjury: error: --ray-address {address}: no Ray cluster answers at" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_stale_address_file_is_ignored_and_a_stale_ray_address_refused(
+    tmp_path: Path,
+) -> None:
+    """`ray start --head` leaves its address in <tmp>/ray/ray_current_cluster: a head that is
+    gone must not keep a run that gave no address waiting (it starts a local Ray of its
+    own); a RAY_ADDRESS that does not answer is refused, naming it. (`--ray-address auto`
+    is left out: Ray's auto takes any cluster running on the machine over the file.)"""
+    # A short folder: Ray's sockets live under it, and socket paths are short.
+    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
+    try:
+        (temp / "ray").mkdir()
+        dead = _dead_address()
+        (temp / "ray" / "ray_current_cluster").write_text(dead)
+        example = REPO / "examples" / "attempts.jsonl"
+        env = {"RAY_TMPDIR": str(temp), "RAY_ADDRESS": dead}
+        stale = redjury("run", example, "--engine", "ray", "-o", tmp_path / "s", env=env)
+        assert stale.returncode == 2, stale.stderr
+        assert f"RAY_ADDRESS {dead}: no Ray cluster answers at {dead}" in stale.stderr
+        del env["RAY_ADDRESS"]
+        local = redjury("run", example, "--engine", "ray", "-o", tmp_path / "l", env=env)
+        assert local.returncode == 0, local.stderr
+        completion = read_jsonl(tmp_path / "l" / "redjury.report.jsonl")[-1]
+        assert completion["entry_type"] == "completion" and completion["engine"] == "ray"
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:  # ended meanwhile
+            continue
+    return found
+
+
+def test_sigterm_keeps_the_finished_blocks_and_stops_the_local_ray(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rows = [{"id": f"b{i:03d}", "goal": "g", "outputs": [f"reply b{i:03d} end"]} for i in range(96)]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    # Blocks of 32 (16 rounds of max_concurrency 2), two at once on the one actor: the
+    # first two are judged, the third hangs.
+    first_blocks = {r["id"] for r in rows[:64]}
+    release = {"now": False}
+
+    def script(req: Any) -> Reply:
+        early = any(f"reply {i} end" in req.messages[-1]["content"] for i in first_blocks)
+        return Reply("no", delay=0.0 if early or release["now"] else 120.0)
+
+    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
+    out = tmp_path / "out"
+    with FaultServer() as server:
+        server.set_script(script)
+        evaluation = {"judges": [judge(server.openai_url, timeout=300)], "max_concurrency": 2}
+        evaluation |= {"per_endpoint_concurrency": 2, "max_retries": 0}
+        config = tmp_path / "c.json"
+        config.write_text(json.dumps({"detectors": [], "evaluation": evaluation}))
+        cmd = [sys.executable, "-m", "redjury.cli", "run", str(src), "-c", str(config)]
+        cmd += ["--engine", "ray", "--ray-workers", "1", "--no-cache", "-o", str(out)]
+        env = {**os.environ, "RAY_TMPDIR": str(temp), "NO_COLOR": "1"}
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while len(list((out / "redjury.shards").glob("*.rows.jsonl"))) < 2:
+                assert proc.poll() is None and time.monotonic() < deadline, "no block finished"
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=120)
+            assert proc.returncode == 143, stderr[-3000:]
+            assert "stopped by SIGTERM: 64 judged attempts are kept" in stderr, stderr[-3000:]
+            assert "Traceback" not in stderr, stderr[-8000:]
+            deadline = time.monotonic() + 60
+            while _processes_mentioning(str(temp)):  # the run's own Ray, its raylet and all
+                assert time.monotonic() < deadline, "the run's Ray outlived it"
+                time.sleep(0.2)
+            shards = [read_jsonl(p) for p in (out / "redjury.shards").glob("*.rows.jsonl")]
+            assert {r["id"] for rows_ in shards for r in rows_} == first_blocks
+            release["now"] = True
+            again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+            assert again.returncode == 0, again.stderr[-3000:]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            shutil.rmtree(temp, ignore_errors=True)
+    report = read_jsonl(out / "redjury.report.jsonl")
+    ids = [r["id"] for r in report if r["entry_type"] == "attempt"]
+    assert sorted(ids) == sorted(r["id"] for r in rows)
+    assert report[-1]["attempts_resumed"] == 64

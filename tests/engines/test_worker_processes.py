@@ -3,12 +3,15 @@ JSONL input in forked workers writes the report and hitlog a single process writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
+import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -326,3 +329,101 @@ def test_a_block_of_ids_is_admitted_as_one_by_one_admits_it_or_not_at_all(
             for i in block:
                 fast.admit("f", line, i, None, lambda err: None)
         assert (fast._seen, fast.good, fast.bad) == (slow._seen, slow.good, slow.bad)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc: Linux only, as fork is here)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, sleeping or stopped; not gone and not a zombie left for init to reap."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@contextlib.contextmanager
+def _no_leftovers(workers: list[int]) -> Iterator[None]:
+    """A failing test leaves no worker behind (stopped ones included)."""
+    try:
+        yield
+    finally:
+        for pid in workers:
+            if _alive(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _started_with_workers(tmp_path: Path, n: int) -> tuple[subprocess.Popen[bytes], list[str]]:
+    """A detectors-only run with two workers over `n` attempts, once its workers exist."""
+    src = write_jsonl(tmp_path / "in.jsonl", [attempt(i) for i in range(n)])
+    cmd = [sys.executable, "-m", "redjury.cli", "run", str(src), "-o", str(tmp_path / "out")]
+    cmd += ["--workers", "2"]
+
+    def default_signals() -> None:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals
+    )
+    deadline = time.monotonic() + 120
+    while len(_children(proc.pid)) < 2 and proc.poll() is None:
+        assert time.monotonic() < deadline, "no worker processes started"
+        time.sleep(0.01)
+    return proc, cmd
+
+
+def test_sigterm_stops_the_workers_keeps_the_rows_and_the_rerun_completes_them(
+    tmp_path: Path,
+) -> None:
+    n = 30_000
+    proc, cmd = _started_with_workers(tmp_path, n)
+    report = tmp_path / "out" / "redjury.report.jsonl"
+    while proc.poll() is None and not (report.exists() and report.stat().st_size > 200_000):
+        time.sleep(0.01)
+    workers = _children(proc.pid)
+    with _no_leftovers(workers):
+        for pid in workers:  # frozen mid-chunk: the run cannot finish before the signal
+            os.kill(pid, signal.SIGSTOP)
+        if proc.poll() is not None:
+            pytest.skip("the run finished before it could be stopped")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    stderr = err.decode()
+    assert proc.returncode == 143, stderr[-2000:]
+    assert "stopped by SIGTERM" in stderr and "resume" in stderr
+    assert "Traceback" not in stderr
+    assert workers and not [pid for pid in workers if _alive(pid)]
+    kept = [r["id"] for r in read_jsonl(report) if r["entry_type"] == "attempt"]
+    assert 0 < len(kept) < n and f"{len(kept)} judged attempts are kept" in stderr
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    ids = [r["id"] for r in read_jsonl(report) if r["entry_type"] == "attempt"]
+    assert sorted(ids) == sorted(attempt(i)["id"] for i in range(n))
+
+
+def test_workers_end_with_a_run_killed_at_once(tmp_path: Path) -> None:
+    proc, _ = _started_with_workers(tmp_path, 30_000)
+    workers = _children(proc.pid)
+    with _no_leftovers(workers):
+        for pid in workers:
+            os.kill(pid, signal.SIGSTOP)  # even stopped ones
+        proc.kill()
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 60
+        while [pid for pid in workers if _alive(pid)]:
+            assert time.monotonic() < deadline, "orphaned workers still alive"
+            time.sleep(0.05)
+        proc.communicate(timeout=60)

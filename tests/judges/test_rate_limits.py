@@ -74,3 +74,19 @@ async def test_waiters_get_slots_as_the_limit_grows():
     limit.release()
     limit.release()
     assert limit.active == 0
+
+
+async def test_cancelled_waiters_leave_cleanly_when_a_release_comes_first():
+    """Ctrl-C cancels every waiting request while the ones in flight end: a release that
+    runs before a cancelled waiter resumes must not make its cancellation fail."""
+    limit = AdaptiveLimit(1)
+    await limit.acquire()
+    waiters = [asyncio.ensure_future(limit.acquire()) for _ in range(8)]
+    await asyncio.sleep(0)
+    for waiter in waiters:
+        waiter.cancel()
+    limit.release()  # before any cancelled waiter has run its except clause
+    outcomes = await asyncio.gather(*waiters, return_exceptions=True)
+    assert all(isinstance(o, asyncio.CancelledError) for o in outcomes), outcomes
+    assert limit.active == 0 and not limit._waiters
+    assert await limit.acquire() == limit.epoch and limit.active == 1

@@ -21,6 +21,7 @@ a platform that forks, and input large enough to pay for the workers.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import io
 import mmap
@@ -49,6 +50,8 @@ from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import row_line
 from redjury.rows import AttemptScorer, is_async
 
+# prctl(2): the signal a process gets when its parent thread ends.
+PR_SET_PDEATHSIG = 1
 # Below this much input a single process finishes before workers would have started.
 MIN_BYTES = 4 << 20
 # Bytes of input lines a worker reads and scores at once.
@@ -172,10 +175,26 @@ def file_chunks(path: Path, garak: bool, size: int) -> Iterator[Chunk]:
 # -- the worker side -------------------------------------------------------------------------
 
 
-def _ignore_interrupts() -> None:
-    # Ctrl-C reaches the whole process group: the run stops in this process, which
-    # flushes what is finished; the workers end with the pool.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _worker_setup(parent: int) -> None:
+    """Ctrl-C reaches the whole process group, a stop signal may too: the run stops in the
+    parent, which flushes what is finished, and the workers end with the pool. A parent that
+    dies at once (kill -9) takes its workers with it instead of leaving them waiting."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    _die_with_parent()
+    if os.getppid() != parent:  # it died before that took hold
+        os._exit(1)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the thread that forked it ends."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no C library to ask: the parent's pool still ends us
+        pass
 
 
 def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
@@ -273,12 +292,19 @@ def score_in_workers(
     shared = mmap.mmap(-1, SLOT_BYTES * AHEAD_PER_WORKER * workers)
     _JOB = _Job(run.inputs, scorer, run.evaluator, header, tallies.build_hit, gate.done, shared)
     context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_worker_setup, initargs=(os.getpid(),)
+    )
     try:
         chunks = _in_order(pool, _all_chunks(run.inputs), workers, on_forked)
         for chunk, base, slot, result in chunks:
             with result.lines_view(shared, slot) as lines:
                 _take(chunk, base, result, lines, gate, emit)
+    except BaseException:
+        # Ctrl-C, a stop signal, an error: the chunks in flight are not taken any more, so
+        # their workers are not waited for (a stuck one would hang the run's end).
+        _kill_workers(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _JOB = None
@@ -286,6 +312,12 @@ def score_in_workers(
         with contextlib.suppress(BufferError):
             shared.close()
     emit.flush()
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError):
+            process.kill()
 
 
 def _take(

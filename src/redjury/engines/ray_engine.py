@@ -23,12 +23,14 @@ import os
 import pickle
 import re
 import shutil
+import socket
+import threading
 import uuid
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -42,6 +44,7 @@ from redjury.pipeline import (
     ResumeState,
     Run,
     RunError,
+    RunInterrupted,
     RunOptions,
     RunOutput,
     RunResult,
@@ -70,6 +73,9 @@ BLOCKS_PER_ACTOR = 2
 WAVE_ATTEMPTS = 65_536
 # Completion-row judge counters that are peaks, not sums.
 _PEAKS = frozenset({"in_flight", "max_in_flight"})
+# Seconds to wait for a Ray cluster's head to answer before the run is refused.
+CONNECT_TIMEOUT_S = 5.0
+T = TypeVar("T")
 _ID_HEAD = re.compile(rb'^\{"entry_type":"attempt","status":2,"id":"((?:[^"\\]|\\.)*)"')
 
 
@@ -258,6 +264,11 @@ class Shards:
     def mine(self, path: Path) -> bool:
         return path.name.startswith(self.key + "-")
 
+    def rows_of_mine(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return sorted(self.root.glob(f"{self.key}-*{ROWS_SUFFIX}"))
+
     def remove_mine(self) -> None:
         """Take back this session's shards (a refused input leaves no trace)."""
         if self.root.is_dir():
@@ -308,19 +319,26 @@ class RayRun(Run):
         judged = any(is_async(d) for d in detectors)
         started = not ray.is_initialized()
         if started:
-            ray.init(address=self.options.ray_address, log_to_driver=False)
+            connect(self.options.ray_address)
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         try:
             with self.guarded():
                 return self._execute(detectors, judged)
-        except KeyboardInterrupt:
-            raise self._interrupted() from None
+        except KeyboardInterrupt as interrupt:
+            raise self._interrupted(interrupt) from None
+        except OSError as exc:
+            raise self._failed_on_disk(exc) from None
         finally:
             asyncio.run(_close(detectors))
             if started:
                 ray.shutdown()
+
+    def _interrupted(self, interrupt: KeyboardInterrupt | None = None) -> RunInterrupted:
+        """As `Run`'s, counting the rows in this session's shards (the blocks that finished)."""
+        self.scored = sum(_count_lines(p) for p in self.shards.rows_of_mine())
+        return super()._interrupted(interrupt)
 
     def _execute(self, detectors: list[Detector], judged: bool) -> RunResult:
         if judged:
@@ -415,17 +433,20 @@ class RayRun(Run):
         return judge_actors(self.config.evaluation, self.workers())
 
     def score(self, blocks: Iterator[tuple[int, bytes]], job: Job, judged: bool) -> None:
-        """Waves of blocks through Ray Data; the next wave is read while one is scored."""
+        """Waves of blocks through Ray Data; the next wave is read (in a thread) while one is
+        scored here, in the main thread, where Ctrl-C or SIGTERM ends Ray Data's iteration."""
         size = max(1, WAVE_ATTEMPTS // block_size(job))
-        with ThreadPoolExecutor(1) as pool:
-            running = None
-            while True:
-                wave = [b for _, b in zip(range(size), blocks, strict=False)]
-                if running is not None:
-                    self._collect(running.result())
-                if not wave:
-                    return
-                running = pool.submit(self._run_wave, wave, job, judged)
+        reading = _in_background(_wave, blocks, size)
+        try:
+            while wave := reading.result():
+                reading = _in_background(_wave, blocks, size)
+                self._collect(self._run_wave(wave, job, judged))
+        except BaseException:
+            # The reader writes input_error rows to the report: done before the report's
+            # last flush (a wave's reading is bounded).
+            with contextlib.suppress(BaseException):
+                reading.result()
+            raise
 
     def _run_wave(self, wave: list[tuple[int, bytes]], job: Job, judged: bool) -> list[bytes]:
         import ray
@@ -503,6 +524,30 @@ class RayRun(Run):
         return completion
 
 
+def _wave(blocks: Iterator[tuple[int, bytes]], size: int) -> list[tuple[int, bytes]]:
+    return [b for _, b in zip(range(size), blocks, strict=False)]
+
+
+def _in_background(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """`fn(*args)` in a daemon thread, so that no exit waits for it."""
+    future: Future[T] = Future()
+
+    def work() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the waiting driver
+                future.set_exception(exc)
+
+    threading.Thread(target=work, name="redjury-ray-wave", daemon=True).start()
+    return future
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
 def _blocks(attempts: Iterator[Attempt], size: int) -> Iterator[tuple[int, bytes]]:
     block: list[Attempt] = []
     number = 0
@@ -519,6 +564,63 @@ def _blocks(attempts: Iterator[Attempt], size: int) -> Iterator[tuple[int, bytes
 async def _close(detectors: list[Detector]) -> None:
     for det in detectors:
         await det.aclose()
+
+
+def connect(address: str | None) -> None:
+    """Start or join Ray for a run. No address: RAY_ADDRESS when set, else a new local Ray,
+    never a cluster that an earlier `ray start` left its address file for. A cluster that
+    does not answer within `CONNECT_TIMEOUT_S` refuses the run (exit 2), naming the address."""
+    import ray
+
+    from redjury.interrupts import handlers_kept
+
+    origin = "--ray-address"
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address, origin = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"
+    if address is not None and address != "local":
+        _check_head(address, origin)
+    try:
+        with handlers_kept():  # ray.init sets a SIGTERM handler of its own
+            ray.init(address=address or "local", log_to_driver=False)
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+        raise RunError(f"{origin} {address}: cannot join the Ray cluster: {exc}") from None
+
+
+def _check_head(address: str, origin: str) -> None:
+    """Refuse an address whose cluster head does not accept a connection (Ray itself waits
+    20 s for an address that does not answer, and without end for a stale address file)."""
+    head, found_in = _head_of(address, origin)
+    host, _, port = head.rpartition(":")
+    if not port.isdigit():
+        raise RunError(f"{origin} {address}: not a Ray address (host:port, ray://host:port, auto)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise RunError(
+            f"{origin} {address}: no Ray cluster answers at {head}{found_in} ({reason}); "
+            "start it, give another address, or leave --ray-address out for a local Ray"
+        ) from None
+
+
+def _head_of(address: str, origin: str) -> tuple[str, str]:
+    """host:port of the cluster head an address names, and where `auto` found it."""
+    if "://" in address:  # ray://head:10001, a Ray Client server
+        return address.split("://", 1)[1].rstrip("/"), ""
+    if address != "auto":
+        return address, ""
+    from ray._common.utils import get_ray_address_file
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        head = canonicalize_bootstrap_address("auto")
+    except ConnectionError:
+        head = None
+    if head is None:
+        raise RunError(f"{origin} auto: no Ray cluster is running on this machine")
+    if os.environ.get("RAY_ADDRESS"):
+        return head, " (from RAY_ADDRESS)"
+    return head, f" (from {get_ray_address_file(None)}, left by `ray start`)"
 
 
 def run_on_ray(options: RunOptions) -> RunResult:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from platformdirs import user_cache_dir
+
+from redjury.pipeline import RunError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgements (
@@ -27,6 +31,37 @@ def default_cache_path() -> Path:
     """$REDJURY_CACHE_DIR/judges.sqlite, else the user cache dir (~/.cache/redjury on Linux)."""
     root = os.environ.get("REDJURY_CACHE_DIR") or user_cache_dir("redjury")
     return Path(root) / "judges.sqlite"
+
+
+class JudgeCacheError(RunError):
+    """The cache file cannot be opened, read or written: one line naming it (exit 2)."""
+
+    def __init__(self, path: Path, exc: BaseException) -> None:
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = exc.strerror
+        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in reason:
+            reason = "not a judge cache (damaged, or another kind of file)"
+        elif path.is_dir():
+            reason = "is a folder, not a cache file"
+        clear = f"remove it (rm '{path}'*) to start an empty cache, "
+        if path.is_dir():
+            clear = f"remove that folder (rm -r '{path}') to start an empty cache, "
+        elif path.parent.exists() and not path.parent.is_dir():
+            reason, clear = f"{path.parent} is a file, not a folder", ""
+        super().__init__(
+            f"judge cache {path}: {reason}; {clear}point REDJURY_CACHE_DIR at another "
+            "folder, or run with --no-cache"
+        )
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """SQLite's and the file system's errors about the cache as a `JudgeCacheError`."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        raise JudgeCacheError(path, exc) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,25 +91,37 @@ class JudgeCache:
     def _db(self) -> sqlite3.Connection:
         # Opened on first use (and again after close), so a panel outlives one run's close.
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-            )
+            with _naming(self.path):
+                self._conn = self._connect()
+        return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
             # Several runs may share the cache; WAL lets them read while one writes.
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(_SCHEMA)
-            self._conn = db
-        return self._conn
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def open(self) -> None:
+        """Open the file now: a cache that cannot work stops the run before any judging."""
+        assert self._db is not None
 
     def get(self, key: bytes) -> CachedJudgement | None:
         pending = self._pending.get(key)
         if pending is not None:
             return pending[1]
-        row = self._db.execute(
-            "SELECT raw, score, label, prompt_tokens, completion_tokens FROM judgements WHERE key = ?",
-            (key,),
-        ).fetchone()
+        with _naming(self.path):
+            row = self._db.execute(
+                "SELECT raw, score, label, prompt_tokens, completion_tokens FROM judgements "
+                "WHERE key = ?",
+                (key,),
+            ).fetchone()
         return CachedJudgement(*row) if row else None
 
     def put(self, key: bytes, judge: str, value: CachedJudgement) -> None:
@@ -95,7 +142,7 @@ class JudgeCache:
             for k, (j, v) in self._pending.items()
         ]
         self._pending.clear()
-        with self._db:
+        with _naming(self.path), self._db:
             self._db.execute("BEGIN")
             self._db.executemany(
                 "INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?)", rows

@@ -49,7 +49,8 @@ class AdaptiveLimit:
             if waiter.done() and not waiter.cancelled():
                 # Handed a slot just as it was cancelled: pass the slot on.
                 self.release()
-            else:
+            elif waiter in self._waiters:
+                # Not when a release ran first: `_wake` has dropped the cancelled waiter.
                 self._waiters.remove(waiter)
             raise
         return self.epoch

@@ -222,6 +222,7 @@ class JudgePanelDetector(Detector):
         self.cache: JudgeCache | None = None
         if use_cache and self.judges:
             self.cache = JudgeCache(cache_path or default_cache_path())
+            self.cache.open()
         self._counts = dict.fromkeys(_COUNTERS, 0)
         # Judges whose type reports a graded score in [0, 1] beside the vote (StrongREJECT).
         self._graded = {j.id: j.scoring.graded_score for j in self.judges if j.scoring.graded_score}
