@@ -254,7 +254,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def loads_json(raw: bytes) -> Any:
+def loads_json(raw: bytes | bytearray) -> Any:
     """orjson.loads, past a leading byte-order mark, and with a lone surrogate escape
     (`"\\ud83d"`, half an emoji: what JavaScript's JSON.stringify writes for a string cut
     between the two halves) read as U+FFFD, as a decoder replaces any broken character,
