@@ -27,12 +27,12 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
-    load_json,
     mapping,
     number,
     reply_after_last_user,
     text_of,
 )
+from redjury.formats.streamed import START_ARRAY, head, items, values_at
 from redjury.formats.zipped import (
     ArchiveError,
     ArchiveLimits,
@@ -69,15 +69,25 @@ def is_zip(path: Path) -> bool:
         return fh.read(4) in ZIP_SIGNATURES
 
 
+_LOG_HEAD = frozenset({"eval", "version", "status", "results"})
+_SAMPLES = frozenset({("samples", START_ARRAY)})
+
+
 def _json_records(path: Path) -> Iterator[InputRecord]:
-    doc = load_json(path)
-    if not claims(doc):
+    top = head(path, _LOG_HEAD, _SAMPLES)
+    log = top.values
+    if "eval" not in log and top.stop is not None:  # the samples come first
+        log = {**log, **values_at(path, frozenset({"eval", "version"}))}
+    if not claims({**log, "samples": []} if top.stop else log):
         raise document_error(path, "eval", "not an inspect_ai log")
-    samples = doc.get("samples")
-    if not isinstance(samples, list) or not samples:
+    if top.stop is None:
         raise document_error(path, "samples", "the log holds no samples (logged without them?)")
-    for i, sample in enumerate(samples):
-        yield _sample_record(path, i + 1, sample, doc)
+    count = 0
+    for i, sample in enumerate(items(path, "samples.item")):
+        count += 1
+        yield _sample_record(path, i + 1, sample, log)
+    if not count:
+        raise document_error(path, "samples", "the log holds no samples (logged without them?)")
 
 
 def _zip_records(path: Path) -> Iterator[InputRecord]:

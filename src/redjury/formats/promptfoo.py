@@ -20,11 +20,11 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
-    load_json,
     mapping,
     number,
     text_of,
 )
+from redjury.formats.streamed import START_ARRAY, head, items
 from redjury.inputs import InputRecord, loads_json
 
 # promptfoo's ResultFailureReason: NONE = 0, ASSERT = 1, ERROR = 2.
@@ -48,17 +48,20 @@ def read(path: Path) -> Iterator[InputRecord]:
     return guarded(path, _records(path))
 
 
+# v3 and v2 keep the rows in `results.results`, v1 in `results`; the run's id and the
+# format's version come before them as promptfoo writes the file.
+_ROWS = frozenset({("results.results", START_ARRAY), ("results", START_ARRAY)})
+_CONTEXT = frozenset({"evalId", "version", "results.version"})
+
+
 def _records(path: Path) -> Iterator[InputRecord]:
-    doc = load_json(path)
-    if not claims(doc):
-        raise document_error(path, "results", "not a promptfoo results file")
-    run_id = doc.get("evalId") if isinstance(doc.get("evalId"), str) else None
-    inner = doc["results"] if isinstance(doc["results"], dict) else doc
-    rows = inner.get("results")
-    if not isinstance(rows, list):
+    top = head(path, _CONTEXT, _ROWS)
+    if top.stop is None:
         raise document_error(path, "results.results", "not a list of results")
-    version = inner.get("version", doc.get("version"))
-    for i, row in enumerate(rows):
+    context = top.values
+    run_id = context.get("evalId") if isinstance(context.get("evalId"), str) else None
+    version = context.get("results.version", context.get("version"))
+    for i, row in enumerate(items(path, f"{top.stop}.item")):
         at = Located(i + 1, f"results[{i}]")
         if not isinstance(row, dict):
             yield bad(path, at, "(result)", "not a JSON object")
