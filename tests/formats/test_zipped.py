@@ -195,3 +195,15 @@ def test_a_member_named_twice_is_refused_not_read_as_one(tmp_path: Path) -> None
     (rec,) = records(archive)
     assert rec.error is not None and rec.error.field == "samples/1_epoch_1.json"
     assert "named twice" in rec.error.reason
+
+
+def test_a_zstandard_member_inflating_past_its_declared_size_is_refused(tmp_path: Path) -> None:
+    import zstandard
+
+    data = b'{"id": 1, "epoch": 1}' + b" " * (2 * MB)
+    packed = zstandard.ZstdCompressor().compress(data)
+    lying = Member("samples/1_epoch_1.json", 93, zlib.crc32(data), 1000, [packed])
+    archive = write_zip(tmp_path / "zstd.eval", [header_member(), lying])
+    (rec,) = records(archive)
+    assert rec.error is not None and rec.error.where == "sample 1 epoch 1"
+    assert "damaged zip archive: inflates past 1,000 bytes" in rec.error.reason
