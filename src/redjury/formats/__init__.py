@@ -70,7 +70,7 @@ def sniff(path: Path) -> str | None:
     from redjury.formats.streamed import skeleton
 
     try:
-        return classify(skeleton(path))
+        return classify(skeleton(path, enough=lambda shape: classify(shape) is not None))
     except (DocumentError, OSError):
         return None
 

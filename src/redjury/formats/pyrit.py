@@ -35,7 +35,6 @@ from redjury.inputs import InputRecord
 
 _MEMORY_HEAD = re.compile(rb'\A\s*\[\s*\{[^\[]*?"conversation_id"\s*:', re.S)
 _ATTACKS_HEAD = re.compile(rb'(?<!\\)"attack_results"\s*:')
-_TEXT_TYPES = frozenset({"text", None})
 _PRINTED_PIECE = re.compile(r"\A\{.*?\}: (?:assistant|simulated_assistant): (.*)\Z", re.S)
 _OUTCOMES = {"success": 1.0, "failure": 0.0, "undetermined": None, "error": None}
 _ATTACK_KEYS = ("attack_type", "attack_strategy", "strategy", "attack")
@@ -121,7 +120,7 @@ def _is_key(value: Any) -> bool:
 def _piece_text(piece: dict[str, Any]) -> str | None:
     if piece.get("response_error") not in (None, "none"):
         return None
-    if piece.get("converted_value_data_type") not in _TEXT_TYPES:
+    if piece.get("converted_value_data_type") not in ("text", None):  # any JSON value: no hash
         return None
     value = piece.get("converted_value", piece.get("original_value"))
     return text_of(value)

@@ -245,40 +245,60 @@ def _build(
 _STARTS = {START_MAP: dict, START_ARRAY: list}
 
 
-def skeleton(path: Path, depth: int = 3) -> Any:
-    """The document's shape, enough to recognise it: objects with their keys, a list with
-    its first item only, containers deeper than `depth` levels left empty."""
-    stack: list[Any] = []
-    keys: list[Any] = []
-    skipping = 0
-    for _, event, value in _parsed(path, lambda f: ijson.parse(f, use_float=True)):
-        if skipping:
-            skipping += 1 if event in _STARTS else -1 if event.startswith("end_") else 0
-            continue
+class _Shape:
+    """A document's shape built from its parse events (see `skeleton`)."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.root: Any = None
+        self.stack: list[Any] = []
+        self.keys: list[Any] = []
+        self.skipping = 0
+        self.grew = False  # a value was added near the top: the shape may now be enough
+
+    def add(self, event: str, value: Any) -> bool:
+        """Take one parse event; True once the top-level value is complete."""
+        if self.skipping:
+            self.skipping += 1 if event in _STARTS else -1 if event.startswith("end_") else 0
+            return False
         if event == "map_key":
-            keys[-1] = value
-            continue
+            self.keys[-1] = value
+            return False
         if event.startswith("end_"):
-            done = stack.pop()
-            keys.pop()
-            if not stack:
-                return done
-            continue
-        parent = stack[-1] if stack else None
+            self.stack.pop()
+            self.keys.pop()
+            return not self.stack
+        parent = self.stack[-1] if self.stack else None
         if isinstance(parent, list) and parent:  # not the first item: skipped
-            skipping = 1 if event in _STARTS else 0
-            continue
+            self.skipping = 1 if event in _STARTS else 0
+            return False
         made = _STARTS[event]() if event in _STARTS else value
-        if parent is None and event not in _STARTS:
-            return made
-        if isinstance(parent, dict):
-            parent[keys[-1]] = made
-        elif isinstance(parent, list):
+        if parent is None:
+            self.root = made
+        elif isinstance(parent, dict):
+            parent[self.keys[-1]] = made
+        else:
             parent.append(made)
-        if event in _STARTS:
-            if len(stack) >= depth:
-                skipping = 1
-            else:
-                stack.append(made)
-                keys.append(None)
-    return None
+        self.grew = len(self.stack) <= 2
+        if event not in _STARTS:
+            return parent is None
+        if len(self.stack) >= self.depth:
+            self.skipping = 1
+        else:
+            self.stack.append(made)
+            self.keys.append(None)
+        return False
+
+
+def skeleton(path: Path, depth: int = 3, enough: Callable[[Any], bool] | None = None) -> Any:
+    """The document's shape, enough to recognise it: objects with their keys, a list with
+    its first item only, containers deeper than `depth` levels left empty. Read up to the
+    end of the top-level value, or until `enough(shape so far)`."""
+    shape = _Shape(depth)
+    for _, event, value in _parsed(path, lambda f: ijson.parse(f, use_float=True)):
+        if shape.add(event, value):
+            break
+        if shape.grew and enough is not None and enough(shape.root):
+            break
+        shape.grew = False
+    return shape.root
