@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from formats_testing import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -162,3 +163,24 @@ def test_any_field_values_in_an_eval_archive_sample_give_attempts_or_record_erro
                 z.writestr(f"samples/{i}_epoch_1.json", json.dumps(sample))
         records = checked(list(InputSet([path]).records()))
         assert len(records) == len(samples)
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "changes"),
+    [
+        ("pyrit_memory.json", [0], {"scores": True}),
+        ("pyrit_memory.json", [0], {"converted_value_data_type": []}),
+        ("promptfoo_v3_redteam.json", ["results", "results", 0], {"gradingResult": {"componentResults": True}}),
+        ("promptfoo_v3_redteam.json", ["results", "results", 0], {"testCase": {"assert": 5}}),
+        ("inspect_log.json", ["eval"], {"scorers": True}),
+    ],
+)  # fmt: skip
+def test_a_list_field_given_another_type_is_read_not_a_crash(
+    name: str, where: list[Any], changes: dict[str, Any]
+) -> None:
+    # Found by the properties above: each was a TypeError before.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(json.dumps(with_changes(name, where, changes)))
+        records = checked(list(InputSet([path]).records()))
+    assert records and all(r.attempt is not None for r in records)

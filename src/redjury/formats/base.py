@@ -122,6 +122,11 @@ def mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def listed(value: Any) -> list[Any]:
+    """A JSON list, or an empty one where the field is missing or of another type."""
+    return value if isinstance(value, list) else []
+
+
 def number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None

@@ -27,6 +27,7 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
+    listed,
     mapping,
     number,
     reply_after_last_user,
@@ -316,7 +317,7 @@ def value_to_redjury(value: Any) -> float | None:
 
 
 def _scorer_names(log: dict[str, Any]) -> list[str]:
-    scorers = log["eval"].get("scorers") or []
+    scorers = listed(log["eval"].get("scorers"))
     return [s["name"] for s in scorers if isinstance(s, dict) and isinstance(s.get("name"), str)]
 
 

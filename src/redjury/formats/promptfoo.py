@@ -20,6 +20,7 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
+    listed,
     mapping,
     number,
     text_of,
@@ -223,7 +224,7 @@ def _components(row: dict[str, Any]) -> list[tuple[str, bool | None]]:
     if not isinstance(grading, dict):
         return []
     out = []
-    for comp in grading.get("componentResults") or []:
+    for comp in listed(grading.get("componentResults")):
         if not isinstance(comp, dict):
             continue
         assertion = mapping(comp.get("assertion"))
@@ -237,7 +238,7 @@ def _components(row: dict[str, Any]) -> list[tuple[str, bool | None]]:
 def _asserted(row: dict[str, Any]) -> list[str]:
     """The assertion types a test case declares (what promptfoo would have graded)."""
     asserts = mapping(row.get("testCase")).get("assert")
-    kinds = [a.get("type") for a in asserts or [] if isinstance(a, dict)]
+    kinds = [a.get("type") for a in listed(asserts) if isinstance(a, dict)]
     return [verdict_name(k) for k in kinds if isinstance(k, str) and k]
 
 

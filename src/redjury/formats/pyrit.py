@@ -26,6 +26,7 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
+    listed,
     number,
     reply_after_last_user,
     text_of,
@@ -224,7 +225,7 @@ def _conversation_fields(
 def _piece_scores(
     piece: dict[str, Any], loose: dict[str, list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
-    nested = [s for s in piece.get("scores") or [] if isinstance(s, dict)]
+    nested = [s for s in listed(piece.get("scores")) if isinstance(s, dict)]
     return nested + loose.get(str(piece.get("id")), [])
 
 
