@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from formats_testing import DATA, attempts, records
+from formats_testing import DATA, attempts, peak_rss_mb, records
 
 from redjury.formats.streamed import MAX_DEPTH, items, skeleton
 
@@ -65,13 +62,6 @@ def test_a_document_whose_records_come_first_is_recognised_by_its_shape(tmp_path
     assert read == expected and len(read) == 3
 
 
-def peak_rss_mb(code: str) -> float:
-    proc = subprocess.Popen([sys.executable, "-c", code], env=os.environ)
-    _, status, usage = os.wait4(proc.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return usage.ru_maxrss / 1024
-
-
 def write_big_promptfoo(src: Path, rows: int) -> None:
     doc = json.loads(V3.read_text())
     template = doc["results"]["results"]
@@ -93,6 +83,7 @@ def test_memory_stays_flat_in_the_size_of_a_promptfoo_file(tmp_path: Path) -> No
         "n = sum(r.attempt is not None for r in InputSet([Path({!r})]).records()); "
         "assert n == {}, n"
     )
-    base = peak_rss_mb(read.format(str(small), 500))
-    grown = peak_rss_mb(read.format(str(big), 30_000)) - base
+    runs = [peak_rss_mb("-c", read.format(str(src), n)) for src, n in ((small, 500), (big, 30_000))]
+    assert [code for code, _, _ in runs] == [0, 0], runs
+    base, grown = runs[0][2], runs[1][2] - runs[0][2]
     assert grown < 20, (base, grown)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import struct
-import subprocess
-import sys
 import warnings
 import zipfile
 import zlib
@@ -15,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from formats_testing import DATA, attempts, records
+from formats_testing import DATA, attempts, peak_rss_mb, records
 from test_inspect_ai import eval_zip
 
 from redjury.inputs import detect_format
@@ -95,28 +92,12 @@ def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_zip(path, members)
 
 
-def peak_rss_mb(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str, float]:
-    """(exit status, stderr, peak resident MB) of `redjury` run in its own process."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "redjury.cli", *map(str, args)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1", **(env or {})},
-    )
-    assert proc.stderr is not None
-    stderr = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, stderr, usage.ru_maxrss / 1024
-
-
 def test_a_member_inflating_to_3_gb_is_refused_unread_in_little_memory(
     bomb: Path, tmp_path: Path
 ) -> None:
     assert bomb.stat().st_size < 4 * MB
     assert zipfile.ZipFile(bomb).getinfo("samples/1_epoch_1.json").file_size > 3000 * MB
-    code, stderr, rss = peak_rss_mb("run", bomb, "--out", tmp_path / "out")
+    code, stderr, rss = peak_rss_mb("-m", "redjury.cli", "run", bomb, "--out", tmp_path / "out")
     assert code == 2, stderr
     assert f"{bomb}:1: samples/1_epoch_1.json: inflates to 3,000.0 MB" in stderr
     assert (
