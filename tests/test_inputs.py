@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from redjury_testing import read_jsonl, redjury, rows_of, write_jsonl
@@ -89,6 +90,16 @@ def test_empty_input_is_a_clear_error(tmp_path: Path) -> None:
 def test_missing_input_file_is_a_usage_error(tmp_path: Path) -> None:
     proc = redjury("run", tmp_path / "nope.jsonl", "--out", tmp_path / "o")
     assert proc.returncode == 2 and "no such input file" in proc.stderr
+
+
+def test_a_fifo_or_a_device_given_as_input_is_not_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for src in (fifo, Path("/dev/zero")):
+        proc = redjury("run", src, "--out", tmp_path / "o")
+        assert proc.returncode == 2, proc.stderr
+        assert f"{src}: not a regular file" in proc.stderr
+        assert "no such" not in proc.stderr
 
 
 def garak_report(path: Path) -> Path:
@@ -297,3 +308,25 @@ def test_skip_bad_lines_records_a_duplicate_id_and_judges_the_first_only(tmp_pat
     assert (err["line"], err["field"]) == (2, "id") and "duplicate id" in err["reason"]
     (attempt,) = rows_of(out / "redjury.report.jsonl", "attempt")
     assert attempt["outputs"] == ["first"]
+
+
+def test_a_garak_row_with_status_twice_is_a_line_error_not_skipped(tmp_path: Path) -> None:
+    # Read by its last `status` (0: not judged) the row would vanish without a word.
+    src = garak_report(tmp_path / "garak.report.jsonl")
+    row = json.dumps(third_attempt(outputs=[{"text": "a leak"}]))
+    with src.open("a", encoding="utf-8") as fh:
+        fh.write(row[:-1] + ', "status": 0}\n')
+    records = list(InputSet([src]).records())
+    [error] = [r.error for r in records if r.error]
+    assert (error.line, error.field) == (7, "status") and "repeated key" in error.reason
+    assert [r.attempt.id for r in records if r.attempt] == ["u2", "u1"]
+
+
+def test_a_garak_reply_quoting_status_twice_is_still_read(tmp_path: Path) -> None:
+    src = garak_report(tmp_path / "garak.report.jsonl")
+    text = 'say "status" and "status" again'
+    with src.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(third_attempt(outputs=[{"text": text}], goal="status")) + "\n")
+    records = list(InputSet([src]).records())
+    assert [r.error for r in records] == [None, None, None]
+    assert records[-1].attempt is not None and records[-1].attempt.outputs == [text]

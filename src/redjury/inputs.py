@@ -254,7 +254,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def loads_json(raw: bytes) -> Any:
+def loads_json(raw: bytes | bytearray) -> Any:
     """orjson.loads, past a leading byte-order mark, and with a lone surrogate escape
     (`"\\ud83d"`, half an emoji: what JavaScript's JSON.stringify writes for a string cut
     between the two halves) read as U+FFFD, as a decoder replaces any broken character,
@@ -388,6 +388,21 @@ def hidden_json_problem(raw: bytes, data: dict[str, Any]) -> tuple[str, str] | N
     return None
 
 
+def _repeated_garak_key(raw: bytes) -> tuple[str, str] | None:
+    """A key given twice in a garak row, looked for only where `status` or `uuid` (which
+    decide whether a row is judged, and as which attempt) appear more than once: two
+    counts of the line, a sixth of the cost of its parse."""
+    if raw.count(b'"status"') < 2 and raw.count(b'"uuid"') < 2:
+        return None
+    try:
+        json.loads(raw, object_pairs_hook=_unique_pairs)
+    except _RepeatedKey as exc:
+        return str(exc), "repeated key: JSON keeps only the last value, so give it once"
+    except (ValueError, RecursionError):
+        return None  # not JSON: the parse that follows names it
+    return None
+
+
 def _no_replies(path: str, line: int, attempt: Attempt) -> InputRecord:
     """An attempt with nothing to judge is a bad line, not a silent zero in the counts."""
     if attempt.messages:
@@ -494,9 +509,11 @@ def path_problem(path: Path) -> str | None:
     """What keeps `path` from being read as an input file, or None."""
     if path.is_dir():
         return "is a folder, not an input file (name the files in it)"
-    if not path.is_file():
-        return "no such input file"
-    return None
+    if path.is_file():
+        return None
+    if path.exists():  # a FIFO, a device or a socket: it would block or never end
+        return "not a regular file (a pipe, device or socket); give a file"
+    return "no such input file"
 
 
 def detect_format(path: Path) -> str:
@@ -635,6 +652,10 @@ class InputSet:
         repeats: dict[int, int] = {}
         for lineno, raw in lines:
             if not raw or raw.isspace():
+                continue
+            repeated = _repeated_garak_key(raw)
+            if repeated is not None:
+                yield _line_error(name, lineno, *repeated)
                 continue
             head = _GARAK_ATTEMPT_HEAD.match(raw)
             if head is not None:

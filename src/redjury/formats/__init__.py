@@ -6,7 +6,6 @@ keys that give a pretty-printed document away in its first bytes, and its reader
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,10 @@ from typing import Any
 from redjury.inputs import BOM, InputRecord, loads_json
 
 HEAD_BYTES = 1 << 16
+# A JSONL record longer than this is still read as one; a document is not parsed from it.
+FIRST_LINE_BYTES = 1 << 24
+# A zip archive's first bytes: a member's local header, or the end record of an empty one.
+ZIP_SIGNATURES = frozenset({b"PK\x03\x04", b"PK\x05\x06"})
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,12 @@ def sniff(path: Path) -> str | None:
     """The tool whose records `path` holds, or None for JSONL (redjury's or garak's)."""
     try:
         with path.open("rb") as fh:
-            if fh.read(4) == b"PK\x03\x04":
-                return "inspect_ai" if zipfile.is_zipfile(path) else None
+            if fh.read(4) in ZIP_SIGNATURES:
+                # A damaged or cut archive too: its reader says so, where JSONL would not.
+                return "inspect_ai"
             fh.seek(0)
-            # The whole first line: a JSONL record, or all of a document written on one line.
-            first = fh.readline().removeprefix(BOM)
+            # The first line: a JSONL record, or all of a small document written on one line.
+            first = fh.readline(FIRST_LINE_BYTES).removeprefix(BOM)
             head = first + fh.read(HEAD_BYTES)
     except OSError:
         return None
@@ -57,13 +61,17 @@ def sniff(path: Path) -> str | None:
         return classify(loads_json(first))
     except ValueError:
         pass
-    # A document over several lines: its first keys usually give it away; else parse it all.
+    # A document over several lines: its first keys usually give it away; else its shape,
+    # read as a stream (the document is never held whole).
     for fmt in _registry():
         if fmt.head(head):
             return fmt.name
+    from redjury.formats.base import DocumentError
+    from redjury.formats.streamed import skeleton
+
     try:
-        return classify(loads_json(path.read_bytes()))
-    except ValueError:
+        return classify(skeleton(path, enough=lambda shape: classify(shape) is not None))
+    except (DocumentError, OSError):
         return None
 
 

@@ -20,10 +20,10 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
-    load_json,
     reply_after_last_user,
     text_of,
 )
+from redjury.formats.streamed import START_ARRAY, head, items, values_at
 from redjury.inputs import InputRecord
 
 _KEYS = ("attack_details", "redteaming_data")
@@ -51,20 +51,27 @@ def read(path: Path) -> Iterator[InputRecord]:
     return guarded(path, _records(path))
 
 
+_STOPS = frozenset((key, START_ARRAY) for key in (*_KEYS, "conversations"))
+_RUN_KEYS = ("scan_id", "id", "studio_url")
+
+
 def _records(path: Path) -> Iterator[InputRecord]:
-    doc = load_json(path)
-    if not claims(doc):
+    top = head(path, frozenset({*_RUN_KEYS, "object"}), _STOPS)
+    key = top.stop
+    if key is None or (key == "conversations" and top.values.get("object") != "eval.run"):
         raise document_error(path, "attack_details", "not an Azure AI red-team scan")
-    key = _details_key(doc)
-    assert key is not None
-    for i, detail in enumerate(doc[key]):
+    context = top.values
+    if not any(context.get(k) for k in _RUN_KEYS[:2]):  # a scan writes studio_url last
+        missing = frozenset(k for k in _RUN_KEYS if k not in context)
+        context = {**context, **values_at(path, missing)}
+    for i, detail in enumerate(items(path, f"{key}.item")):
         at = Located(i + 1, f"{key}[{i}]")
         if not isinstance(detail, dict):
             yield bad(path, at, "(attack)", "not a JSON object")
         elif not isinstance(detail.get("conversation"), list):
             yield bad(path, at, "conversation", "missing or not a list")
         else:
-            yield attempt_record(path, at, _fields(detail, i, doc, path))
+            yield attempt_record(path, at, _fields(detail, i, context, path))
 
 
 def _verdict(success: Any) -> float | None:

@@ -1,9 +1,8 @@
-"""What every reader of another tool's records shares: loading a JSON document with a
-located error, building an Attempt from mapped fields, and the transcript helpers."""
+"""What every reader of another tool's records shares: the located document error,
+building an Attempt from mapped fields, and the transcript helpers."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt
-from redjury.inputs import BOM, InputRecord, LineError, loads_json
+from redjury.inputs import InputRecord, LineError
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,22 +30,6 @@ class DocumentError(Exception):
     def __init__(self, error: LineError) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def load_json(path: Path, raw: bytes | None = None) -> Any:
-    """Parse a whole JSON document; on failure name the line it broke on."""
-    data = (path.read_bytes() if raw is None else raw).removeprefix(BOM)
-    try:
-        return loads_json(data)
-    except ValueError:
-        pass
-    # orjson says why but not on which line; the standard parser says where.
-    try:
-        json.loads(data.decode("utf-8", errors="replace"))
-    except json.JSONDecodeError as exc:
-        error = LineError(str(path), exc.lineno, "(file)", f"not JSON: {exc.msg}")
-        raise DocumentError(error) from None
-    raise DocumentError(LineError(str(path), 1, "(file)", "not JSON"))
 
 
 def bad(path: Path, at: Located, field: str, reason: str) -> InputRecord:
@@ -137,6 +120,11 @@ def last_user_text(turns: list[dict[str, Any]]) -> str | None:
 def mapping(value: Any) -> dict[str, Any]:
     """A JSON object, or an empty one where the field is missing or of another type."""
     return value if isinstance(value, dict) else {}
+
+
+def listed(value: Any) -> list[Any]:
+    """A JSON list, or an empty one where the field is missing or of another type."""
+    return value if isinstance(value, list) else []
 
 
 def number(value: Any) -> float | None:

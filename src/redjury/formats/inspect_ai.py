@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from redjury.formats import DocumentFormat
+from redjury.formats import ZIP_SIGNATURES, DocumentFormat
 from redjury.formats.base import (
     DocumentError,
     Located,
@@ -27,13 +27,19 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
-    load_json,
+    listed,
     mapping,
     number,
     reply_after_last_user,
     text_of,
 )
-from redjury.formats.zipped import read_member
+from redjury.formats.streamed import START_ARRAY, head, items, values_at
+from redjury.formats.zipped import (
+    ArchiveError,
+    ArchiveLimits,
+    open_archive,
+    read_member,
+)
 from redjury.inputs import InputRecord, loads_json
 
 _HEAD = re.compile(rb'(?<!\\)"eval"\s*:\s*\{')
@@ -54,67 +60,93 @@ def claims(doc: Any) -> bool:
 
 
 def read(path: Path) -> Iterator[InputRecord]:
-    records = _zip_records(path) if zipfile.is_zipfile(path) else _json_records(path)
+    records = _zip_records(path) if is_zip(path) else _json_records(path)
     return guarded(path, records)
 
 
+def is_zip(path: Path) -> bool:
+    """Whether the file starts as a zip archive does (whole, cut short or damaged)."""
+    with path.open("rb") as fh:
+        return fh.read(4) in ZIP_SIGNATURES
+
+
+_LOG_HEAD = frozenset({"eval", "version", "status", "results"})
+_SAMPLES = frozenset({("samples", START_ARRAY)})
+
+
 def _json_records(path: Path) -> Iterator[InputRecord]:
-    doc = load_json(path)
-    if not claims(doc):
+    top = head(path, _LOG_HEAD, _SAMPLES)
+    log = top.values
+    if "eval" not in log and top.stop is not None:  # the samples come first
+        log = {**log, **values_at(path, frozenset({"eval", "version"}))}
+    if not claims({**log, "samples": []} if top.stop else log):
         raise document_error(path, "eval", "not an inspect_ai log")
-    samples = doc.get("samples")
-    if not isinstance(samples, list) or not samples:
+    if top.stop is None:
         raise document_error(path, "samples", "the log holds no samples (logged without them?)")
-    for i, sample in enumerate(samples):
-        yield _sample_record(path, i + 1, sample, doc)
+    count = 0
+    for i, sample in enumerate(items(path, "samples.item")):
+        count += 1
+        yield _sample_record(path, i + 1, sample, log)
+    if not count:
+        raise document_error(path, "samples", "the log holds no samples (logged without them?)")
 
 
 def _zip_records(path: Path) -> Iterator[InputRecord]:
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise document_error(path, "(file)", f"not a readable .eval archive: {exc}") from exc
-    with archive:
-        names = set(archive.namelist())
-        header = _zip_header(path, archive, names)
-        samples = sorted((n for n in names if _SAMPLE_NAME.match(n)), key=_sample_order)
-        if not samples:
-            raise document_error(path, "samples/", "the log holds no samples")
-        for i, name in enumerate(samples):
-            try:
-                sample = _zip_json(path, archive, name)
-            except DocumentError as exc:
-                m = _SAMPLE_NAME.match(name)
-                assert m is not None
-                where = f"sample {m.group('id')} epoch {m.group('epoch')}"
-                yield bad(path, Located(i + 1, where), "(sample)", exc.error.reason)
-                continue
-            yield _sample_record(path, i + 1, sample, header)
+    with path.open("rb") as fh:
+        try:
+            limits = ArchiveLimits.from_environment()
+            archive = open_archive(fh, limits)
+        except ArchiveError as exc:
+            raise document_error(path, exc.member, exc.reason) from None
+        with archive:
+            yield from _zip_samples(path, archive, limits)
 
 
-def _zip_header(path: Path, archive: zipfile.ZipFile, names: set[str]) -> dict[str, Any]:
+def _zip_samples(
+    path: Path, archive: zipfile.ZipFile, limits: ArchiveLimits
+) -> Iterator[InputRecord]:
+    names = set(archive.namelist())
+    header = _zip_header(path, archive, names, limits)
+    samples = sorted((n for n in names if _SAMPLE_NAME.match(n)), key=_sample_order)
+    if not samples:
+        raise document_error(path, "samples/", "the log holds no samples")
+    for i, name in enumerate(samples):
+        try:
+            sample = _zip_json(path, archive, name, limits)
+        except DocumentError as exc:
+            m = _SAMPLE_NAME.match(name)
+            assert m is not None
+            where = f"sample {m.group('id')} epoch {m.group('epoch')}"
+            yield bad(path, Located(i + 1, where), "(sample)", exc.error.reason)
+            continue
+        yield _sample_record(path, i + 1, sample, header)
+
+
+def _zip_header(
+    path: Path, archive: zipfile.ZipFile, names: set[str], limits: ArchiveLimits
+) -> dict[str, Any]:
     """The log header: `header.json` once the run finished; while it runs (or in the first
     `.eval` layout) the eval spec from `start.json` and the status from `results.json`."""
     if "header.json" in names:
-        header = _zip_json(path, archive, "header.json")
+        header = _zip_json(path, archive, "header.json", limits)
     else:
         start = next((n for n in ("_journal/start.json", "start.json") if n in names), None)
         if start is None:
             raise document_error(path, "header.json", "missing from the .eval archive")
-        header = _zip_json(path, archive, start)
+        header = _zip_json(path, archive, start, limits)
         if isinstance(header, dict) and "results.json" in names:
-            results = _zip_json(path, archive, "results.json")
+            results = _zip_json(path, archive, "results.json", limits)
             header = {**header, **(results if isinstance(results, dict) else {})}
     if not claims(header):
         raise document_error(path, "header.json", "not an inspect_ai log header")
     return cast(dict[str, Any], header)
 
 
-def _zip_json(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
+def _zip_json(path: Path, archive: zipfile.ZipFile, name: str, limits: ArchiveLimits) -> Any:
     try:
-        raw = read_member(archive, name)
-    except ValueError as exc:
-        raise document_error(path, name, f"unreadable: {exc}") from exc
+        raw = read_member(archive, name, limits)
+    except ArchiveError as exc:
+        raise document_error(path, name, f"unreadable: {exc.reason}") from exc
     try:
         return loads_json(raw)
     except ValueError as exc:
@@ -285,7 +317,7 @@ def value_to_redjury(value: Any) -> float | None:
 
 
 def _scorer_names(log: dict[str, Any]) -> list[str]:
-    scorers = log["eval"].get("scorers") or []
+    scorers = listed(log["eval"].get("scorers"))
     return [s["name"] for s in scorers if isinstance(s, dict) and isinstance(s.get("name"), str)]
 
 

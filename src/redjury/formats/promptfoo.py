@@ -20,11 +20,12 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
-    load_json,
+    listed,
     mapping,
     number,
     text_of,
 )
+from redjury.formats.streamed import START_ARRAY, head, items
 from redjury.inputs import InputRecord, loads_json
 
 # promptfoo's ResultFailureReason: NONE = 0, ASSERT = 1, ERROR = 2.
@@ -48,17 +49,20 @@ def read(path: Path) -> Iterator[InputRecord]:
     return guarded(path, _records(path))
 
 
+# v3 and v2 keep the rows in `results.results`, v1 in `results`; the run's id and the
+# format's version come before them as promptfoo writes the file.
+_ROWS = frozenset({("results.results", START_ARRAY), ("results", START_ARRAY)})
+_CONTEXT = frozenset({"evalId", "version", "results.version"})
+
+
 def _records(path: Path) -> Iterator[InputRecord]:
-    doc = load_json(path)
-    if not claims(doc):
-        raise document_error(path, "results", "not a promptfoo results file")
-    run_id = doc.get("evalId") if isinstance(doc.get("evalId"), str) else None
-    inner = doc["results"] if isinstance(doc["results"], dict) else doc
-    rows = inner.get("results")
-    if not isinstance(rows, list):
+    top = head(path, _CONTEXT, _ROWS)
+    if top.stop is None:
         raise document_error(path, "results.results", "not a list of results")
-    version = inner.get("version", doc.get("version"))
-    for i, row in enumerate(rows):
+    context = top.values
+    run_id = context.get("evalId") if isinstance(context.get("evalId"), str) else None
+    version = context.get("results.version", context.get("version"))
+    for i, row in enumerate(items(path, f"{top.stop}.item")):
         at = Located(i + 1, f"results[{i}]")
         if not isinstance(row, dict):
             yield bad(path, at, "(result)", "not a JSON object")
@@ -220,7 +224,7 @@ def _components(row: dict[str, Any]) -> list[tuple[str, bool | None]]:
     if not isinstance(grading, dict):
         return []
     out = []
-    for comp in grading.get("componentResults") or []:
+    for comp in listed(grading.get("componentResults")):
         if not isinstance(comp, dict):
             continue
         assertion = mapping(comp.get("assertion"))
@@ -234,7 +238,7 @@ def _components(row: dict[str, Any]) -> list[tuple[str, bool | None]]:
 def _asserted(row: dict[str, Any]) -> list[str]:
     """The assertion types a test case declares (what promptfoo would have graded)."""
     asserts = mapping(row.get("testCase")).get("assert")
-    kinds = [a.get("type") for a in asserts or [] if isinstance(a, dict)]
+    kinds = [a.get("type") for a in listed(asserts) if isinstance(a, dict)]
     return [verdict_name(k) for k in kinds if isinstance(k, str) and k]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,16 @@ from redjury.formats.base import (
     document_error,
     guarded,
     last_user_text,
-    load_json,
+    listed,
     number,
     reply_after_last_user,
     text_of,
 )
+from redjury.formats.streamed import START_ARRAY, START_MAP, Head, head, items, kvitems
 from redjury.inputs import InputRecord
 
 _MEMORY_HEAD = re.compile(rb'\A\s*\[\s*\{[^\[]*?"conversation_id"\s*:', re.S)
 _ATTACKS_HEAD = re.compile(rb'(?<!\\)"attack_results"\s*:')
-_TEXT_TYPES = frozenset({"text", None})
 _PRINTED_PIECE = re.compile(r"\A\{.*?\}: (?:assistant|simulated_assistant): (.*)\Z", re.S)
 _OUTCOMES = {"success": 1.0, "failure": 0.0, "undetermined": None, "error": None}
 _ATTACK_KEYS = ("attack_type", "attack_strategy", "strategy", "attack")
@@ -77,12 +78,15 @@ def read_memory(path: Path) -> Iterator[InputRecord]:
 
 
 def _memory_records(path: Path) -> Iterator[InputRecord]:
-    doc = load_json(path)
-    if not claims_memory(doc):
-        raise document_error(path, "(file)", "not a PyRIT memory export")
+    """The pieces are read as a stream, but held until the end: a conversation's pieces
+    may lie anywhere in the list."""
     conversations: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     loose_scores: dict[str, list[dict[str, Any]]] = {}
-    for i, item in enumerate(doc):
+    stream = items(path, "item")
+    first = next(stream, None)
+    if not claims_memory([first]):
+        raise document_error(path, "(file)", "not a PyRIT memory export")
+    for i, item in enumerate(chain([first], stream)):
         at = Located(i + 1, f"[{i}]")
         if not isinstance(item, dict):
             yield bad(path, at, "(piece)", "not a JSON object")
@@ -117,7 +121,7 @@ def _is_key(value: Any) -> bool:
 def _piece_text(piece: dict[str, Any]) -> str | None:
     if piece.get("response_error") not in (None, "none"):
         return None
-    if piece.get("converted_value_data_type") not in _TEXT_TYPES:
+    if piece.get("converted_value_data_type") not in ("text", None):  # any JSON value: no hash
         return None
     value = piece.get("converted_value", piece.get("original_value"))
     return text_of(value)
@@ -221,7 +225,7 @@ def _conversation_fields(
 def _piece_scores(
     piece: dict[str, Any], loose: dict[str, list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
-    nested = [s for s in piece.get("scores") or [] if isinstance(s, dict)]
+    nested = [s for s in listed(piece.get("scores")) if isinstance(s, dict)]
     return nested + loose.get(str(piece.get("id")), [])
 
 
@@ -249,21 +253,37 @@ def read_attacks(path: Path) -> Iterator[InputRecord]:
     return guarded(path, _attack_records(path))
 
 
-def _attack_list(doc: Any) -> list[tuple[str | None, Any]]:
-    results = doc.get("attack_results") if isinstance(doc, dict) else doc
-    if isinstance(results, dict):  # a ScenarioResult: atomic attack name -> results
-        return [
-            (str(k), r) for k, rs in results.items() for r in (rs if isinstance(rs, list) else [rs])
-        ]
-    return [(None, r) for r in results or []]
+_ATTACK_HEAD = frozenset({"id", "scenario_id", "objective_target_identifier"})
+_ATTACK_STOPS = frozenset(
+    {("", START_ARRAY), ("attack_results", START_ARRAY), ("attack_results", START_MAP)}
+)
+
+
+def _attack_list(path: Path, top: Head) -> Iterator[tuple[str | None, Any]]:
+    """(strategy, result) as they are parsed: a list of results, at the top or in
+    `attack_results`, or a ScenarioResult's `{atomic attack name: [results]}`."""
+    if top.stop_event == START_MAP:
+        for name, results in kvitems(path, "attack_results"):
+            for result in results if isinstance(results, list) else [results]:
+                yield str(name), result
+        return
+    prefix = "item" if top.stop == "" else "attack_results.item"
+    for result in items(path, prefix):
+        yield None, result
 
 
 def _attack_records(path: Path) -> Iterator[InputRecord]:
-    doc = load_json(path)
-    if not claims_attacks(doc):
+    top = head(path, _ATTACK_HEAD, _ATTACK_STOPS)
+    if top.stop is None:
         raise document_error(path, "attack_results", "not a list of PyRIT attack results")
-    context = doc if isinstance(doc, dict) else {}
-    for i, (strategy, result) in enumerate(_attack_list(doc)):
+    context = top.values if top.stop else {}
+    results = _attack_list(path, top)
+    if top.stop == "":  # a bare list: its first item says whether it holds attack results
+        first = next(results, None)
+        if first is None or not claims_attacks([first[1]]):
+            raise document_error(path, "attack_results", "not a list of PyRIT attack results")
+        results = chain([first], results)
+    for i, (strategy, result) in enumerate(results):
         at = Located(i + 1, f"attack_results[{i}]")
         if not isinstance(result, dict):
             yield bad(path, at, "(attack)", "not a JSON object")
