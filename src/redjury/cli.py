@@ -44,7 +44,7 @@ detectors_app = typer.Typer(
 )
 app.add_typer(detectors_app, name="detectors")
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE, EXIT_JUDGES = 0, 1, 2, 3, 4, 5
 
 
 ERROR_PREFIX = "redjury: error: "
@@ -237,6 +237,14 @@ def run(
             "--fail-on-errors", help="Exit 4 when more than N replies ended in judge errors."
         ),
     ] = None,
+    allow_abstentions: Annotated[
+        bool,
+        typer.Option(
+            "--allow-abstentions",
+            help="Exit 0 even when a judge gave no verdict on more than "
+            "reporting.max_abstention_rate of its calls (default: exit 5).",
+        ),
+    ] = False,
     engine: Annotated[
         str,
         typer.Option("--engine", help="local (this process) or ray (pip install 'redjury[ray]')."),
@@ -294,6 +302,7 @@ def run(
         "reporting.junit": str(junit) if junit else None,
         "reporting.fail_on_asr": fail_on_asr,
         "reporting.fail_on_errors": fail_on_errors,
+        "reporting.allow_abstentions": True if allow_abstentions else None,
     }
     if zero_tolerance:
         overrides["evaluator.type"] = "zero_tolerance"
@@ -343,6 +352,10 @@ def run(
         code = post_run(out_dir, cfg.reporting, _echo)
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    if result.exit_code == EXIT_JUDGES:
+        # No judgement was made: that outranks a CI gate read from the verdicts.
+        why = "; ".join(result.judge_failures)
+        raise _fail(f"the judges failed, their verdicts are missing: {why}", EXIT_JUDGES)
     if code:
         raise typer.Exit(code)
 

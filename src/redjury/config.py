@@ -117,6 +117,18 @@ class ReportingSpec(_Strict):
     fail_on_errors: int | None = Field(
         None, ge=0, description="Exit 4 when more than this many replies ended in judge errors."
     )
+    max_abstention_rate: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Exit 5 when a judge, or a model-backed detector (a guardrail), gave no "
+        "verdict on more than this share of its calls (every call failing included).",
+    )
+    allow_abstentions: bool = Field(
+        False,
+        description="Exit 0 however many judge calls abstained (`--allow-abstentions`); they "
+        "are still counted and shown.",
+    )
 
     @field_validator("hit_at_k")
     @classmethod

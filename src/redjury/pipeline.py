@@ -53,6 +53,7 @@ from redjury.report.jsonl import (
     dumps,
     read_rows,
 )
+from redjury.report.judge_failures import EXIT_JUDGES_FAILED, JudgeFailure, judge_failures
 from redjury.report.terminal import TerminalPrinter
 from redjury.rows import AttemptScorer, is_async
 
@@ -75,7 +76,10 @@ SYNC_BYTES = 8 << 20
 MAX_PENDING = 512
 # Reporting settings that only decide how results are shown, never what a row says: a
 # resume may change them. Everything else in the config is part of the fingerprint.
-_PRESENTATION = frozenset({"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"})
+_PRESENTATION = frozenset(
+    {"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"}
+    | {"max_abstention_rate", "allow_abstentions"}
+)
 EXIT_INTERRUPTED = 130
 
 
@@ -136,6 +140,8 @@ class RunResult:
     attempts_resumed: int = 0
     input_errors: int = 0
     exit_code: int = 0
+    # Judges (and model-backed detectors) that gave no verdict too often, in words (exit 5).
+    judge_failures: list[str] = field(default_factory=list)
     # In-memory runs: every report row and every hitlog row.
     report_rows: list[dict[str, Any]] | None = None
     hitlog_rows: list[dict[str, Any]] | None = None
@@ -510,6 +516,7 @@ class Run:
         self.worker_processes = 1
         self.input_errors = 0
         self.output: RunOutput | None = None
+        self.judge_failures: list[JudgeFailure] = []
 
     # -- stages ----------------------------------------------------------------------
     def check_paths(self) -> None:
@@ -674,6 +681,7 @@ class Run:
                 tallies.digest.add_eval(row)
         digest_row = tallies.digest.row()
         report.write(digest_row)
+        self.judge_failures = self._judge_failures(digest_row, eval_rows, tallies, detectors)
         report.write(self._completion(header, detectors))
         self.output.close()
         hits_limit = 20 if self.options.verbose else 0
@@ -681,7 +689,28 @@ class Run:
             first = tallies.tally.tallies[(row["probe"], row["detector"])].first_hits
             self._print(self.printer.eval_row, row, first[:hits_limit] if hits_limit else ())
         self._print(self.printer.judge_abstentions, digest_row.get("judge_panel"))
+        for failure in self.judge_failures:
+            self._say(f"judges failed: {failure.line()}")
         return eval_rows
+
+    def _judge_failures(
+        self,
+        digest_row: dict[str, Any],
+        eval_rows: list[dict[str, Any]],
+        tallies: RunTallies,
+        detectors: list[Detector],
+    ) -> list[JudgeFailure]:
+        if not any(getattr(d, "judges", None) or d.name == "guardrail" for d in detectors):
+            return []  # no model behind any detector: spare the judges' import
+        from redjury.judges.preflight import model_origins
+
+        origins = model_origins(detectors)
+        if not origins:
+            return []
+        panel = digest_row.get("judge_panel")
+        limit = self.config.reporting.max_abstention_rate
+        reasons = tallies.digest.first_reasons
+        return judge_failures(panel, eval_rows, reasons, origins, limit)
 
     def _completion(self, header: dict[str, Any], detectors: list[Detector]) -> dict[str, Any]:
         completion: dict[str, Any] = {
@@ -694,6 +723,8 @@ class Run:
         }
         if self.worker_processes > 1:
             completion["workers"] = self.worker_processes
+        if self.judge_failures:
+            completion["judges_failed"] = [f.line() for f in self.judge_failures]
         for det in detectors:
             stats = getattr(det, "stats", None)
             if callable(stats):
@@ -713,6 +744,10 @@ class Run:
             return self._execute_sync(detectors)
         except KeyboardInterrupt:
             raise self._interrupted() from None
+        finally:
+            for det in detectors:
+                if det.name == "guardrail":  # its HTTP client lives on its own loop thread
+                    det.close()  # type: ignore[attr-defined]
 
     async def aexecute(self) -> RunResult:
         """Run inside the caller's event loop (the judges share it)."""
@@ -726,6 +761,7 @@ class Run:
         return any(is_async(d) for d in detectors) or self.config.evaluation.audit.enabled
 
     def _execute_sync(self, detectors: list[Detector]) -> RunResult:
+        self._preflight_sync(detectors)
         scorer = AttemptScorer(detectors, *run_redactors(detectors), self.config.reporting.redact)
         output, state, header = self.open(detectors)
         tallies = self.tallies(header, output)
@@ -748,6 +784,14 @@ class Run:
             emit.close()
         self._refuse_or_go_on(gate, output)
         return self._result(self.finish(header, tallies, detectors))
+
+    def _preflight_sync(self, detectors: list[Detector]) -> None:
+        """A guardrail may ask a model (Llama Guard) from a run with no event loop of its
+        own: its server is asked once too, before anything is written."""
+        if self.options.preflight and any(d.name == "guardrail" for d in detectors):
+            import asyncio
+
+            asyncio.run(self.preflight(detectors))
 
     def _workers(self, detectors: list[Detector]) -> int:
         """Processes to read and score in (1: this one); see redjury.engines.processes."""
@@ -807,9 +851,18 @@ class Run:
             self.scored,
             self.resumed,
             self.input_errors,
+            self._exit_code(),
+            [f.line() for f in self.judge_failures],
             report_rows=out.report.rows if isinstance(out.report, MemoryWriter) else None,
             hitlog_rows=out.hitlog.rows if isinstance(out.hitlog, MemoryWriter) else None,
         )
+
+    def _exit_code(self) -> int:
+        """5 when judges failed (unless abstentions are allowed), else 0; the CI gates are
+        applied after the run (redjury.report.outputs)."""
+        if self.judge_failures and not self.config.reporting.allow_abstentions:
+            return EXIT_JUDGES_FAILED
+        return 0
 
     def _interrupted(self) -> RunInterrupted:
         where = self.output.report_path if self.output else None

@@ -164,6 +164,15 @@ class GuardrailDetector(Detector):
         if callable(arm):
             arm(redactor)
 
+    def close(self) -> None:
+        """Close a guardrail that holds resources (Llama Guard's HTTP client and loop thread)."""
+        close = getattr(self.guardrail, "close", None)
+        if callable(close):
+            close()
+
+    async def aclose(self) -> None:
+        self.close()
+
     def check(self, attempt: Attempt, output: str) -> Finding:
         hazards = list(self.attributed_hazards)
         try:
