@@ -560,6 +560,142 @@ def detectors_list(
     Console(width=160).print(table)
 
 
+cache_app = typer.Typer(
+    help="The judge cache: what it holds; clearing it.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(cache_app, name="cache")
+audits_app = typer.Typer(
+    help="Stored audits: their Se/Sp correct later runs' intervals (30 samples or more).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(audits_app, name="audits")
+
+CacheFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--path",
+        help="The cache file (default: $REDJURY_CACHE_DIR/judges.sqlite or the user cache).",
+    ),
+]
+AuditFolder = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="The audits' folder's parent (default: the user cache's calibration folder; "
+        "evaluation.audit.dataset.cache_dir in a config).",
+    ),
+]
+
+
+def _open_cache(path: Path | None) -> Any:
+    """The judge cache at `path` (default: the user's), or None when there is none yet."""
+    from redjury.judges.cache import JudgeCache, default_cache_path
+
+    target = path or default_cache_path()
+    if target.is_dir():
+        raise _fail(f"--path {target}: is a folder; name the cache file")
+    return JudgeCache(target) if target.is_file() else None
+
+
+@cache_app.command("show")
+def cache_show(path: CacheFile = None) -> None:
+    """Say where the judge cache is, how many answers it holds per judge, and its date."""
+    import sqlite3
+
+    from redjury.judges.cache import default_cache_path
+
+    cache = _open_cache(path)
+    if cache is None:
+        _echo(f"judge cache: {path or default_cache_path()} (none yet)")
+        return
+    try:
+        counts = cache.by_judge()
+    except sqlite3.DatabaseError as exc:
+        raise _fail(f"{cache.path}: not a judge cache ({exc})") from None
+    finally:
+        cache.close()
+    written = dt.datetime.fromtimestamp(cache.path.stat().st_mtime, dt.UTC)
+    _echo(
+        f"judge cache: {cache.path} ({sum(counts.values()):,} answers, "
+        f"last written {written:%Y-%m-%d %H:%M} UTC)"
+    )
+    for judge, n in sorted(counts.items()):
+        _echo(f"  {judge}: {n:,}")
+
+
+@cache_app.command("clear")
+def cache_clear(path: CacheFile = None) -> None:
+    """Remove every stored judge answer (the next runs ask the judges again)."""
+    import sqlite3
+
+    cache = _open_cache(path)
+    if cache is None:
+        _echo("judge cache: nothing to clear")
+        return
+    try:
+        removed = cache.clear()
+    except sqlite3.DatabaseError as exc:
+        raise _fail(f"{cache.path}: not a judge cache ({exc})") from None
+    finally:
+        cache.close()
+    _echo(f"judge cache: removed {removed:,} answers from {cache.path}")
+
+
+def _audit_root(cache_dir: Path | None) -> Path:
+    from redjury.audit.datasets import default_cache_dir
+
+    return cache_dir.expanduser() if cache_dir else default_cache_dir()
+
+
+@audits_app.command("list")
+def audits_list(cache_dir: AuditFolder = None) -> None:
+    """Every stored audit: key, detector, date, labelled samples, gate, applied or not."""
+    from redjury.audit.runner import MIN_IMPLICIT_AUDIT_SAMPLES, audits_dir, stored_audits
+
+    found = stored_audits(_audit_root(cache_dir))
+    if not found:
+        _echo(f"no stored audits in {audits_dir(_audit_root(cache_dir))}")
+        return
+    for path, result in found:
+        if result is None:
+            _echo(f"{path.stem}  unreadable ({path})")
+            continue
+        applied = (
+            "applied to runs"
+            if result.samples >= MIN_IMPLICIT_AUDIT_SAMPLES
+            else f"not applied (fewer than {MIN_IMPLICIT_AUDIT_SAMPLES} samples)"
+        )
+        gate = "PASS" if result.gate.get("passed") else "FAIL"
+        _echo(
+            f"{path.stem}  {result.detector}  {result.created_at[:10] or '-'}  "
+            f"{result.samples} samples  gate {gate}  {applied}"
+        )
+
+
+@audits_app.command("remove")
+def audits_remove(
+    keys: Annotated[list[str] | None, typer.Argument(help="Audit keys (`audits list`).")] = None,
+    remove_all: Annotated[bool, typer.Option("--all", help="Remove every stored audit.")] = False,
+    cache_dir: AuditFolder = None,
+) -> None:
+    """Remove stored audits by key (or all of them): later runs no longer read them."""
+    from redjury.audit.runner import audits_dir, stored_audits
+
+    folder = audits_dir(_audit_root(cache_dir))
+    if remove_all == bool(keys):
+        raise _fail("name audit keys (see 'redjury audits list') or give --all, not both")
+    paths = [p for p, _ in stored_audits(_audit_root(cache_dir))] if remove_all else []
+    for key in keys or ():
+        path = folder / f"{key}.json"
+        if "/" in key or not path.is_file():
+            raise _fail(f"no stored audit {key!r} in {folder}")
+        paths.append(path)
+    for path in paths:
+        path.unlink(missing_ok=True)
+        _echo(f"removed audit {path.stem} ({path})")
+
+
 def _echo(message: str) -> None:
     """Print a line on stdout, control characters escaped (names in it come from the config
     or the input); a reader that went away (`| head`) stops nothing."""

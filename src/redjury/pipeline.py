@@ -56,6 +56,8 @@ from redjury.report.jsonl import (
 from redjury.report.judge_failures import EXIT_JUDGES_FAILED, JudgeFailure, judge_failures
 from redjury.report.terminal import TerminalPrinter
 from redjury.rows import AttemptScorer, is_async
+from redjury.stored_state import cache_answers, stored_state
+from redjury.stored_state import describe as describe_stored
 
 if TYPE_CHECKING:
     import asyncio
@@ -566,6 +568,7 @@ class Run:
                     "detectors": [d.name for d in detectors],
                     "evaluator": self.evaluator.describe(),
                     "python": sys.version.split()[0],
+                    "stored_state": stored_state(self.config, detectors),
                 }
             )
         )
@@ -583,6 +586,8 @@ class Run:
         if seed is None:
             seed = (state.header or {}).get("seed", pysecrets.randbits(32))
         header = state.header or self.header(fingerprint, seed, detectors)
+        for entry in header.get("stored_state") or ():
+            self._say(describe_stored(entry))
         if out_dir is None:
             output = RunOutput.in_memory()
             output.report.write(header)
@@ -689,6 +694,10 @@ class Run:
             first = tallies.tally.tallies[(row["probe"], row["detector"])].first_hits
             self._print(self.printer.eval_row, row, first[:hits_limit] if hits_limit else ())
         self._print(self.printer.judge_abstentions, digest_row.get("judge_panel"))
+        answers = cache_answers(detectors)
+        if answers is not None:
+            served = f"{answers['from_cache']} of {answers['answers']}"
+            self._say(f"judge cache: {served} judge answers came from it")
         for failure in self.judge_failures:
             self._say(f"judges failed: {failure.line()}")
         return eval_rows
@@ -723,6 +732,9 @@ class Run:
         }
         if self.worker_processes > 1:
             completion["workers"] = self.worker_processes
+        answers = cache_answers(detectors)
+        if answers is not None:
+            completion["judge_cache"] = answers
         if self.judge_failures:
             completion["judges_failed"] = [f.line() for f in self.judge_failures]
         for det in detectors:
