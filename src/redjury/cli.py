@@ -94,6 +94,9 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     data["detectors"] = (
         None if config.detectors is None else [d.model_dump() for d in config.detectors]
     )
+    chosen = overrides.pop("_only_detectors", None)
+    if chosen is not None:
+        data["detectors"] = chosen_detectors(chosen, data["detectors"])
     extra_detectors = overrides.pop("_detectors", [])
     if extra_detectors:
         current = data["detectors"]
@@ -113,6 +116,18 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         return parse_config(data, "command line")
     except ConfigError as exc:
         raise _fail("\n".join(exc.messages)) from None
+
+
+def chosen_detectors(names: str, configured: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """`--detectors none` or `a,b`: those detectors, with the config file's settings for a
+    detector it configures; a garak report's own detector results are evaluated either way."""
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    if wanted == ["none"]:
+        return []
+    if not wanted or "none" in wanted:
+        raise _fail("--detectors: give 'none' or a comma-separated list of detector names")
+    by_type = {d["type"]: d for d in configured or ()}
+    return [by_type.get(name, {"type": name}) for name in dict.fromkeys(wanted)]
 
 
 @app.command()
@@ -159,6 +174,14 @@ def run(
             "--no-redact", help="Keep found PII and markers in written outputs (forensics)."
         ),
     ] = False,
+    detectors: Annotated[
+        str | None,
+        typer.Option(
+            "--detectors",
+            help="Detectors to run instead of the config's or the defaults: a comma list "
+            "(see 'redjury detectors list'), or none (a garak report's own results only).",
+        ),
+    ] = None,
     budget_ms: Annotated[
         float | None, typer.Option("--budget-ms", help="Add the latency detector with this budget.")
     ] = None,
@@ -267,6 +290,14 @@ def run(
             "--keep-shards", help="Ray: leave attempt rows in redjury.shards/, not the report."
         ),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check the config and the inputs, say what would be judged and at most how "
+            "many judge calls; judge nothing, write nothing.",
+        ),
+    ] = False,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -312,8 +343,13 @@ def run(
     if budget_tokens is not None:
         extra.append({"type": "cost", "budget_tokens": budget_tokens})
     overrides["_detectors"] = extra
+    overrides["_only_detectors"] = detectors
     cfg = apply_overrides(cfg, overrides)
     out_dir = out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    if dry_run:
+        _dry_run(list(inputs), cfg, out_dir, skip_bad_lines)
+        return
+    new_folder = not out_dir.exists()
     try:
         result = evaluate(
             list(inputs),
@@ -334,13 +370,16 @@ def run(
             config_path=str(config) if config else None,
         )
     except InputError as exc:
+        _remove_if_empty(out_dir, new_folder)
         raise _fail(f"bad input, nothing judged:{chr(10) if exc.errors else ' '}{exc}") from None
     except RunInterrupted as exc:
         typer.echo(f"redjury: {printable(str(exc))}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except RunError as exc:
+        _remove_if_empty(out_dir, new_folder)
         raise _fail(str(exc), exc.exit_code) from None
     except (ConfigError, ValueError) as exc:
+        _remove_if_empty(out_dir, new_folder)
         raise _fail(str(exc)) from None
     _echo(f"report: {out_dir / REPORT_NAME}")
     _echo(f"hitlog: {out_dir / HITLOG_NAME}")
@@ -358,6 +397,37 @@ def run(
         raise _fail(f"the judges failed, their verdicts are missing: {why}", EXIT_JUDGES)
     if code:
         raise typer.Exit(code)
+
+
+def _dry_run(inputs: list[Path], cfg: RunConfig, out_dir: Path, skip_bad_lines: bool) -> None:
+    """`run --dry-run`: what the run would read, build and ask; nothing judged or written."""
+    from redjury.dry_run import plan_run
+
+    try:
+        plan = plan_run(inputs, cfg, skip_bad_lines=skip_bad_lines)
+    except InputError as exc:
+        raise _fail(f"bad input, nothing judged:{chr(10) if exc.errors else ' '}{exc}") from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    bad = f"; {plan.total_bad} bad lines would be skipped" if plan.total_bad else ""
+    _echo("dry run: nothing judged, nothing written")
+    _echo(f"inputs: {plan.attempts} attempts, {plan.outputs} outputs to judge{bad}")
+    _echo(f"detectors: {', '.join(plan.detectors) or 'none (given detector results only)'}")
+    for judge in plan.judges:
+        _echo(f"judge: {judge}")
+    asking = len(plan.judges) + len(plan.model_backed)
+    _echo(
+        f"judge calls: at most {plan.judge_calls} ({plan.outputs} outputs × {asking} judges "
+        "and model-backed detectors; answers in the judge cache are not asked again)"
+    )
+    _echo(f"would write: {out_dir / REPORT_NAME}, {out_dir / HITLOG_NAME}")
+
+
+def _remove_if_empty(folder: Path, created: bool) -> None:
+    """A refused run leaves no empty run folder behind (one it did not create is kept)."""
+    if created:
+        with contextlib.suppress(OSError):  # not empty (an earlier run's files), or gone
+            folder.rmdir()
 
 
 @app.command()
@@ -388,6 +458,10 @@ def summary(
 
     try:
         print_summary(out_dir, markdown=markdown)
+    except BrokenPipeError:  # the reader had enough (`| head -1`): not an error
+        from redjury.pipeline import silence_stdout
+
+        silence_stdout()
     except OSError as exc:
         raise _fail(_os_error(exc)) from None
     except ValueError as exc:
@@ -548,16 +622,18 @@ def detectors_list(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "family", "hazards", "description", "source", box=None)
+    table = Table("name", "default", "family", "hazards", "description", "source", box=None)
     for item in items:
         table.add_row(
             item["name"],
+            "yes" if item["default_enabled"] else "",
             item["family"],
             ", ".join(item["hazards"]) or "-",
             item["description"],
             item.get("relation", ""),
         )
     Console(width=160).print(table)
+    typer.echo("default: yes = runs when a config names no detectors (`--detectors` chooses)")
 
 
 cache_app = typer.Typer(

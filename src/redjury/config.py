@@ -283,8 +283,9 @@ def parse_config(data: Any, source: str = "config", locate: Locate | None = None
 
 
 def load_config(path: str | Path | None) -> RunConfig:
-    """Load and validate a YAML config; None gives the defaults. Schema names and relative
-    schema paths resolve next to the config file unless `schema_dir` says otherwise."""
+    """Load and validate a YAML config; None gives the defaults. Relative paths in it (and
+    schema names) resolve next to the config file (schemas: unless `schema_dir` says
+    otherwise)."""
     if path is None:
         return parse_config({})
     p = Path(path)
@@ -292,8 +293,12 @@ def load_config(path: str | Path | None) -> RunConfig:
         data, locate = read_yaml_config(p)
     except YamlConfigError as exc:
         raise ConfigError([str(exc)]) from None
-    if isinstance(data, dict) and data.get("schema_dir") is None:
-        data = {**data, "schema_dir": str(p.resolve().parent)}
+    if isinstance(data, dict):
+        from redjury.config_files import resolve_relative_paths
+
+        data = resolve_relative_paths(data, p.resolve().parent)
+        if data.get("schema_dir") is None:
+            data = {**data, "schema_dir": str(p.resolve().parent)}
     return parse_config(data, str(p), locate)
 
 

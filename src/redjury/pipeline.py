@@ -42,7 +42,7 @@ from redjury.inputs import (
     check_inputs,
     path_problem,
 )
-from redjury.redaction import run_redactors, without_url_credentials
+from redjury.redaction import run_redactors, without_header_values, without_url_credentials
 from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import (
     HITLOG_NAME,
@@ -562,7 +562,9 @@ class Run:
                     "start_time": dt.datetime.now(dt.UTC).isoformat(),
                     "inputs": [str(p) for p in self.inputs.paths],
                     "config_path": self.options.config_path,
-                    "config": without_url_credentials(self.config.model_dump(mode="json")),
+                    "config": without_header_values(
+                        without_url_credentials(self.config.model_dump(mode="json"))
+                    ),
                     "config_fingerprint": fingerprint,
                     "seed": seed,
                     "detectors": [d.name for d in detectors],

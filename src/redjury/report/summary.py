@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -169,6 +170,12 @@ def markdown_summary(data: ReportData) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _stdout_to_devnull() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
     """Print the breakdowns as rich tables; with `markdown`, also write them there."""
     from rich.console import Console
@@ -176,8 +183,12 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
     from rich.text import Text
 
     data = load_report(out_dir, hit_limit=0)
+    if markdown is not None:  # first: a reader that stops early (`| head -1`) still gets it
+        markdown.write_text(markdown_summary(data), encoding="utf-8")
     # Piped or captured output keeps whole names instead of an 80-column cut.
     console = Console() if sys.stdout.isatty() else Console(width=200)
+    # rich exits 1 when the reader goes away (`| head -1`); the rest goes nowhere instead.
+    console.on_broken_pipe = _stdout_to_devnull  # type: ignore[method-assign]
     styles = {"FAIL": "bold red", "PASS": "bold green", "SKIP": "bold yellow"}
     for title, head, rows in summary_tables(data):
         table = RichTable(title=title, title_justify="left")
@@ -189,5 +200,4 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
             table.add_row(*(Text(escape_control(c), style=styles.get(c, "")) for c in row))
         console.print(table)
     if markdown is not None:
-        markdown.write_text(markdown_summary(data), encoding="utf-8")
         console.print(f"markdown: {escape_control(str(markdown))}", markup=False)
