@@ -54,6 +54,7 @@ from redjury.report.jsonl import (
     read_rows,
 )
 from redjury.report.judge_failures import EXIT_JUDGES_FAILED, JudgeFailure, judge_failures
+from redjury.report.progress import RunProgress
 from redjury.report.terminal import TerminalPrinter
 from redjury.rows import AttemptScorer, is_async
 from redjury.stored_state import cache_answers, stored_state
@@ -519,6 +520,8 @@ class Run:
         self.input_errors = 0
         self.output: RunOutput | None = None
         self.judge_failures: list[JudgeFailure] = []
+        # Attempts in all, when a first pass counted them (runs with judges): the progress' total.
+        self.total_attempts: int | None = None
 
     # -- stages ----------------------------------------------------------------------
     def check_paths(self) -> None:
@@ -530,6 +533,7 @@ class Run:
         """A whole pass over the input before anything is judged (runs with judges: no
         judge call is spent on an input that will be refused)."""
         good, errors, total_errors = check_inputs(self.inputs)
+        self.total_attempts = good
         if errors and not self.options.skip_bad_lines:
             raise InputError(errors, total_errors)
         gate = InputGate(False, good=good, bad=total_errors, errors=errors)
@@ -660,7 +664,7 @@ class Run:
         self, attempts: Iterator[Attempt], scorer: AttemptScorer, emit: Any
     ) -> None:
         """With judges: a sliding window of attempts in flight; rows written as they finish."""
-        window = _Completions(emit.row, MAX_PENDING)
+        window = _Completions(emit.judged_row, MAX_PENDING)
         try:
             for attempt in attempts:
                 await window.wait_below(MAX_PENDING)
@@ -958,12 +962,20 @@ class _Emitter:
         self.tallies = tallies
         self.window = window
         self.unflushed = 0
-        self.progress = _Progress(run.resumed, run.options.progress)
+        self.progressed = 0  # rows the progress counted as they came (judged_row)
+        self.progress = RunProgress(run.resumed, run.options.progress, run.total_attempts)
 
     def row(self, row: dict[str, Any]) -> None:
         self.output.report.write(row)
         self.tallies.add(row)
         self._scored()
+
+    def judged_row(self, row: dict[str, Any]) -> None:
+        """A row judges took time over: the progress moves with each one (counted before the
+        row, whose write may flush)."""
+        self.progressed += 1
+        self.progress.advance(1)
+        self.row(row)
 
     def scored_rows(self, rows: list[tuple[bytes, bytes]]) -> None:
         """Some of a chunk's rows scored in a worker process (the gate left others out):
@@ -1009,47 +1021,13 @@ class _Emitter:
 
     def flush(self) -> None:
         self.output.flush()
-        self.progress.advance(self.unflushed)
-        self.unflushed = 0
+        self.progress.advance(self.unflushed - self.progressed)
+        self.unflushed = self.progressed = 0
 
     def close(self) -> None:
         """Runs on every exit, Ctrl-C included: what was finished reaches the disk."""
         self.output.flush()
         self.progress.close()
-
-
-class _Progress:
-    """A progress bar on stderr for long runs in a terminal; silent otherwise."""
-
-    def __init__(self, done: int, enabled: bool | None) -> None:
-        if enabled is None:
-            enabled = sys.stderr.isatty() and not os.environ.get("CI")
-        self._bar: Any = None
-        self._shown = 0
-        if enabled:
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                SpinnerColumn(),
-                TextColumn("judging {task.completed} attempts"),
-                TextColumn("{task.fields[rate]}"),
-                TimeElapsedColumn(),
-                transient=True,
-            )
-            self._task = self._bar.add_task("run", total=None, completed=done, rate="")
-
-    def advance(self, n: int) -> None:
-        if self._bar is None:
-            return
-        self._shown += n
-        if self._shown >= 2000 and not self._bar.live.is_started:
-            self._bar.start()  # short runs never show a bar
-        speed = self._bar.tasks[0].speed
-        self._bar.update(self._task, advance=n, rate=f"{speed:,.0f}/s" if speed else "")
-
-    def close(self) -> None:
-        if self._bar is not None and self._bar.live.is_started:
-            self._bar.stop()
 
 
 def silence_stdout() -> None:

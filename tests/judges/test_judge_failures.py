@@ -142,3 +142,27 @@ def test_guardrail_whose_every_call_fails_exits_5(server, tmp_path):
     assert "detector guardrail: every judge call failed:" in result.stderr
     assert f"HTTP 400 from {server.openai_url}" in result.stderr
     assert "SKIP" in result.stdout
+
+
+def test_a_judged_run_in_a_log_prints_progress_lines(server, tmp_path):
+    server.set_script(always(Reply("no", delay=0.05)))
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(panel_config(server.openai_url)))
+    command = [sys.executable, "-m", "redjury.cli", "run", str(attempts_file(tmp_path))]
+    proc = subprocess.run(
+        [*command, "--config", str(path), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={
+            **os.environ,
+            "NO_COLOR": "1",
+            "REDJURY_CACHE_DIR": str(tmp_path / "cache"),
+            "REDJURY_PROGRESS_INTERVAL": "0.001",
+        },
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("redjury: judged")]
+    assert lines, proc.stderr
+    assert all(f" of {ATTEMPTS} attempts (" in line and "/s" in line for line in lines)
