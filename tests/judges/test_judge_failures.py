@@ -139,7 +139,9 @@ def test_guardrail_whose_every_call_fails_exits_5(server, tmp_path):
     server.set_script(always(Status(400)))
     result = run(tmp_path, guardrail_config(server.openai_url))
     assert result.returncode == 5, result.stdout + result.stderr
-    assert "detector guardrail: every judge call failed:" in result.stderr
+    assert (
+        "detector guardrail: no verdict on any of its 4 outputs: guardrail raised" in result.stderr
+    )
     assert f"HTTP 400 from {server.openai_url}" in result.stderr
     assert "SKIP" in result.stdout
 

@@ -26,8 +26,12 @@ class JudgeFailure:
     def line(self) -> str:
         reason = self.reason or "no reason given"
         where = f" from {self.origin}" if self.origin else ""
-        if self.abstained >= self.total:
+        if self.abstained >= self.total and self.name.startswith("judge "):
             return printable(f"{self.name}: every judge call failed: {reason}{where}")
+        if self.abstained >= self.total:  # a detector: its reason says whether a call failed
+            return printable(
+                f"{self.name}: no verdict on any of its {self.total} outputs: {reason}{where}"
+            )
         share = self.abstained / self.total
         return printable(
             f"{self.name}: no verdict on {self.abstained}/{self.total} calls ({share:.0%}, "

@@ -38,3 +38,13 @@ def test_model_backed_detector_counts_its_inconclusive_outputs_over_all_probes()
 def test_a_reason_cannot_drive_the_terminal() -> None:
     [failure] = judge_failures(panel(0, 0, 2, "HTTP 500\x1b[2J"), [], {}, {}, 0.5)
     assert "\x1b" not in failure.line()
+
+
+def test_detector_that_judged_nothing_says_so_with_its_reason() -> None:
+    evals = [{"detector": "guardrail", "nones": 3, "total_processed": 3}]
+    reasons = {"guardrail": "guardrail raised GuardrailAbstained: HTTP 400"}
+    [failure] = judge_failures(None, evals, reasons, {"guardrail": "http://g:1/v1"}, 0.5)
+    assert failure.line() == (
+        "detector guardrail: no verdict on any of its 3 outputs: "
+        "guardrail raised GuardrailAbstained: HTTP 400 from http://g:1/v1"
+    )
