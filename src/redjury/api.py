@@ -76,6 +76,8 @@ class Results:
         self.input_errors = input_errors
         self._evals = eval_rows
         self._by_kind: dict[str, list[dict[str, Any]]] = {}
+        # Why `exit_code` is 5: judges that gave no verdict too often, one line each.
+        self.judge_failures: list[str] = []
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -170,7 +172,7 @@ class Results:
     def from_run(cls, result: RunResult, terminal: str) -> Results:
         """The results of a finished pipeline run (rows as the report file holds them)."""
         evals = [json.loads(dumps(r)) for r in result.eval_rows]
-        return cls(
+        results = cls(
             result.report_rows,
             result.hitlog_rows,
             result.out_dir,
@@ -179,6 +181,8 @@ class Results:
             result.input_errors,
             evals,
         )
+        results.judge_failures = list(result.judge_failures)
+        return results
 
 
 async def aevaluate(

@@ -44,7 +44,7 @@ detectors_app = typer.Typer(
 )
 app.add_typer(detectors_app, name="detectors")
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE, EXIT_JUDGES = 0, 1, 2, 3, 4, 5
 
 
 ERROR_PREFIX = "redjury: error: "
@@ -98,6 +98,9 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         if config.detectors is None
         else [d.model_dump(exclude_unset=True) for d in config.detectors]
     )
+    chosen = overrides.pop("_only_detectors", None)
+    if chosen is not None:
+        data["detectors"] = chosen_detectors(chosen, data["detectors"])
     extra_detectors = overrides.pop("_detectors", [])
     if extra_detectors:
         current = data["detectors"]
@@ -117,6 +120,18 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         return parse_config(data, "command line")
     except ConfigError as exc:
         raise _fail("\n".join(exc.messages)) from None
+
+
+def chosen_detectors(names: str, configured: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """`--detectors none` or `a,b`: those detectors, with the config file's settings for a
+    detector it configures; a garak report's own detector results are evaluated either way."""
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    if wanted == ["none"]:
+        return []
+    if not wanted or "none" in wanted:
+        raise _fail("--detectors: give 'none' or a comma-separated list of detector names")
+    by_type = {d["type"]: d for d in configured or ()}
+    return [by_type.get(name, {"type": name}) for name in dict.fromkeys(wanted)]
 
 
 @app.command()
@@ -163,6 +178,14 @@ def run(
             "--no-redact", help="Keep found PII and markers in written outputs (forensics)."
         ),
     ] = False,
+    detectors: Annotated[
+        str | None,
+        typer.Option(
+            "--detectors",
+            help="Detectors to run instead of the config's or the defaults: a comma list "
+            "(see 'redjury detectors list'), or none (a garak report's own results only).",
+        ),
+    ] = None,
     budget_ms: Annotated[
         float | None, typer.Option("--budget-ms", help="Add the latency detector with this budget.")
     ] = None,
@@ -241,6 +264,14 @@ def run(
             "--fail-on-errors", help="Exit 4 when more than N replies ended in judge errors."
         ),
     ] = None,
+    allow_abstentions: Annotated[
+        bool,
+        typer.Option(
+            "--allow-abstentions",
+            help="Exit 0 even when a judge gave no verdict on more than "
+            "reporting.max_abstention_rate of its calls (default: exit 5).",
+        ),
+    ] = False,
     engine: Annotated[
         str,
         typer.Option("--engine", help="local (this process) or ray (pip install 'redjury[ray]')."),
@@ -261,6 +292,14 @@ def run(
         bool,
         typer.Option(
             "--keep-shards", help="Ray: leave attempt rows in redjury.shards/, not the report."
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check the config and the inputs, say what would be judged and at most how "
+            "many judge calls; judge nothing, write nothing.",
         ),
     ] = False,
     workers: Annotated[
@@ -298,6 +337,7 @@ def run(
         "reporting.junit": str(junit) if junit else None,
         "reporting.fail_on_asr": fail_on_asr,
         "reporting.fail_on_errors": fail_on_errors,
+        "reporting.allow_abstentions": True if allow_abstentions else None,
     }
     if zero_tolerance:
         overrides["evaluator.type"] = "zero_tolerance"
@@ -307,8 +347,13 @@ def run(
     if budget_tokens is not None:
         extra.append({"type": "cost", "budget_tokens": budget_tokens})
     overrides["_detectors"] = extra
+    overrides["_only_detectors"] = detectors
     cfg = apply_overrides(cfg, overrides)
     out_dir = out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    if dry_run:
+        _dry_run(list(inputs), cfg, out_dir, skip_bad_lines)
+        return
+    new_folder = not out_dir.exists()
     try:
         result = evaluate(
             list(inputs),
@@ -329,13 +374,16 @@ def run(
             config_path=str(config) if config else None,
         )
     except InputError as exc:
+        _remove_if_empty(out_dir, new_folder)
         raise _fail(f"bad input, nothing judged:{chr(10) if exc.errors else ' '}{exc}") from None
     except RunInterrupted as exc:
         typer.echo(f"redjury: {printable(str(exc))}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except RunError as exc:
+        _remove_if_empty(out_dir, new_folder)
         raise _fail(str(exc), exc.exit_code) from None
     except (ConfigError, ValueError) as exc:
+        _remove_if_empty(out_dir, new_folder)
         raise _fail(str(exc)) from None
     _echo(f"report: {out_dir / REPORT_NAME}")
     _echo(f"hitlog: {out_dir / HITLOG_NAME}")
@@ -347,8 +395,43 @@ def run(
         code = post_run(out_dir, cfg.reporting, _echo)
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    if result.exit_code == EXIT_JUDGES:
+        # No judgement was made: that outranks a CI gate read from the verdicts.
+        why = "; ".join(result.judge_failures)
+        raise _fail(f"the judges failed, their verdicts are missing: {why}", EXIT_JUDGES)
     if code:
         raise typer.Exit(code)
+
+
+def _dry_run(inputs: list[Path], cfg: RunConfig, out_dir: Path, skip_bad_lines: bool) -> None:
+    """`run --dry-run`: what the run would read, build and ask; nothing judged or written."""
+    from redjury.dry_run import plan_run
+
+    try:
+        plan = plan_run(inputs, cfg, skip_bad_lines=skip_bad_lines)
+    except InputError as exc:
+        raise _fail(f"bad input, nothing judged:{chr(10) if exc.errors else ' '}{exc}") from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    bad = f"; {plan.total_bad} bad lines would be skipped" if plan.total_bad else ""
+    _echo("dry run: nothing judged, nothing written")
+    _echo(f"inputs: {plan.attempts} attempts, {plan.outputs} outputs to judge{bad}")
+    _echo(f"detectors: {', '.join(plan.detectors) or 'none (given detector results only)'}")
+    for judge in plan.judges:
+        _echo(f"judge: {judge}")
+    asking = len(plan.judges) + len(plan.model_backed)
+    _echo(
+        f"judge calls: at most {plan.judge_calls} ({plan.outputs} outputs × {asking} judges "
+        "and model-backed detectors; answers in the judge cache are not asked again)"
+    )
+    _echo(f"would write: {out_dir / REPORT_NAME}, {out_dir / HITLOG_NAME}")
+
+
+def _remove_if_empty(folder: Path, created: bool) -> None:
+    """A refused run leaves no empty run folder behind (one it did not create is kept)."""
+    if created:
+        with contextlib.suppress(OSError):  # not empty (an earlier run's files), or gone
+            folder.rmdir()
 
 
 @app.command()
@@ -379,6 +462,10 @@ def summary(
 
     try:
         print_summary(out_dir, markdown=markdown)
+    except BrokenPipeError:  # the reader had enough (`| head -1`): not an error
+        from redjury.pipeline import silence_stdout
+
+        silence_stdout()
     except OSError as exc:
         raise _fail(_os_error(exc)) from None
     except ValueError as exc:
@@ -604,16 +691,154 @@ def detectors_list(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "family", "hazards", "description", "source", box=None)
+    table = Table("name", "default", "family", "hazards", "description", "source", box=None)
     for item in items:
         table.add_row(
             item["name"],
+            "yes" if item["default_enabled"] else "",
             item["family"],
             ", ".join(item["hazards"]) or "-",
             item["description"],
             item.get("relation", ""),
         )
     Console(width=160).print(table)
+    typer.echo("default: yes = runs when a config names no detectors (`--detectors` chooses)")
+
+
+cache_app = typer.Typer(
+    help="The judge cache: what it holds; clearing it.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(cache_app, name="cache")
+audits_app = typer.Typer(
+    help="Stored audits: their Se/Sp correct later runs' intervals (30 samples or more).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(audits_app, name="audits")
+
+CacheFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--path",
+        help="The cache file (default: $REDJURY_CACHE_DIR/judges.sqlite or the user cache).",
+    ),
+]
+AuditFolder = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="The audits' folder's parent (default: the user cache's calibration folder; "
+        "evaluation.audit.dataset.cache_dir in a config).",
+    ),
+]
+
+
+def _open_cache(path: Path | None) -> Any:
+    """The judge cache at `path` (default: the user's), or None when there is none yet."""
+    from redjury.judges.cache import JudgeCache, default_cache_path
+
+    target = path or default_cache_path()
+    if target.is_dir():
+        raise _fail(f"--path {target}: is a folder; name the cache file")
+    return JudgeCache(target) if target.is_file() else None
+
+
+@cache_app.command("show")
+def cache_show(path: CacheFile = None) -> None:
+    """Say where the judge cache is, how many answers it holds per judge, and its date."""
+    import sqlite3
+
+    from redjury.judges.cache import default_cache_path
+
+    cache = _open_cache(path)
+    if cache is None:
+        _echo(f"judge cache: {path or default_cache_path()} (none yet)")
+        return
+    try:
+        counts = cache.by_judge()
+    except sqlite3.DatabaseError as exc:
+        raise _fail(f"{cache.path}: not a judge cache ({exc})") from None
+    finally:
+        cache.close()
+    written = dt.datetime.fromtimestamp(cache.path.stat().st_mtime, dt.UTC)
+    _echo(
+        f"judge cache: {cache.path} ({sum(counts.values()):,} answers, "
+        f"last written {written:%Y-%m-%d %H:%M} UTC)"
+    )
+    for judge, n in sorted(counts.items()):
+        _echo(f"  {judge}: {n:,}")
+
+
+@cache_app.command("clear")
+def cache_clear(path: CacheFile = None) -> None:
+    """Remove every stored judge answer (the next runs ask the judges again)."""
+    import sqlite3
+
+    cache = _open_cache(path)
+    if cache is None:
+        _echo("judge cache: nothing to clear")
+        return
+    try:
+        removed = cache.clear()
+    except sqlite3.DatabaseError as exc:
+        raise _fail(f"{cache.path}: not a judge cache ({exc})") from None
+    finally:
+        cache.close()
+    _echo(f"judge cache: removed {removed:,} answers from {cache.path}")
+
+
+def _audit_root(cache_dir: Path | None) -> Path:
+    from redjury.audit.datasets import default_cache_dir
+
+    return cache_dir.expanduser() if cache_dir else default_cache_dir()
+
+
+@audits_app.command("list")
+def audits_list(cache_dir: AuditFolder = None) -> None:
+    """Every stored audit: key, detector, date, labelled samples, gate, applied or not."""
+    from redjury.audit.runner import MIN_IMPLICIT_AUDIT_SAMPLES, audits_dir, stored_audits
+
+    found = stored_audits(_audit_root(cache_dir))
+    if not found:
+        _echo(f"no stored audits in {audits_dir(_audit_root(cache_dir))}")
+        return
+    for path, result in found:
+        if result is None:
+            _echo(f"{path.stem}  unreadable ({path})")
+            continue
+        applied = (
+            "applied to runs"
+            if result.samples >= MIN_IMPLICIT_AUDIT_SAMPLES
+            else f"not applied (fewer than {MIN_IMPLICIT_AUDIT_SAMPLES} samples)"
+        )
+        gate = "PASS" if result.gate.get("passed") else "FAIL"
+        _echo(
+            f"{path.stem}  {result.detector}  {result.created_at[:10] or '-'}  "
+            f"{result.samples} samples  gate {gate}  {applied}"
+        )
+
+
+@audits_app.command("remove")
+def audits_remove(
+    keys: Annotated[list[str] | None, typer.Argument(help="Audit keys (`audits list`).")] = None,
+    remove_all: Annotated[bool, typer.Option("--all", help="Remove every stored audit.")] = False,
+    cache_dir: AuditFolder = None,
+) -> None:
+    """Remove stored audits by key (or all of them): later runs no longer read them."""
+    from redjury.audit.runner import audits_dir, stored_audits
+
+    folder = audits_dir(_audit_root(cache_dir))
+    if remove_all == bool(keys):
+        raise _fail("name audit keys (see 'redjury audits list') or give --all, not both")
+    paths = [p for p, _ in stored_audits(_audit_root(cache_dir))] if remove_all else []
+    for key in keys or ():
+        path = folder / f"{key}.json"
+        if "/" in key or not path.is_file():
+            raise _fail(f"no stored audit {key!r} in {folder}")
+        paths.append(path)
+    for path in paths:
+        path.unlink(missing_ok=True)
+        _echo(f"removed audit {path.stem} ({path})")
 
 
 def _echo(message: str) -> None:

@@ -117,6 +117,18 @@ class ReportingSpec(_Strict):
     fail_on_errors: int | None = Field(
         None, ge=0, description="Exit 4 when more than this many replies ended in judge errors."
     )
+    max_abstention_rate: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Exit 5 when a judge, or a model-backed detector (a guardrail), gave no "
+        "verdict on more than this share of its calls (every call failing included).",
+    )
+    allow_abstentions: bool = Field(
+        False,
+        description="Exit 0 however many judge calls abstained (`--allow-abstentions`); they "
+        "are still counted and shown.",
+    )
 
     @field_validator("hit_at_k")
     @classmethod
@@ -293,8 +305,9 @@ def parse_config(data: Any, source: str = "config", locate: Locate | None = None
 
 
 def load_config(path: str | Path | None) -> RunConfig:
-    """Load and validate a YAML config; None gives the defaults. Schema names and relative
-    schema paths resolve next to the config file unless `schema_dir` says otherwise."""
+    """Load and validate a YAML config; None gives the defaults. Relative paths in it (and
+    schema names) resolve next to the config file (schemas: unless `schema_dir` says
+    otherwise)."""
     if path is None:
         return parse_config({})
     p = Path(path)
@@ -302,8 +315,12 @@ def load_config(path: str | Path | None) -> RunConfig:
         data, locate = read_yaml_config(p)
     except YamlConfigError as exc:
         raise ConfigError([str(exc)]) from None
-    if isinstance(data, dict) and data.get("schema_dir") is None:
-        data = {**data, "schema_dir": str(p.resolve().parent)}
+    if isinstance(data, dict):
+        from redjury.config_files import resolve_relative_paths
+
+        data = resolve_relative_paths(data, p.resolve().parent)
+        if data.get("schema_dir") is None:
+            data = {**data, "schema_dir": str(p.resolve().parent)}
     return parse_config(data, str(p), locate)
 
 

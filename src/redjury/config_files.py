@@ -16,6 +16,50 @@ if TYPE_CHECKING:
 Loc = tuple[int | str, ...]
 
 
+# Config keys holding a file or folder path (at any depth: judges, detectors, a guardrail's
+# options); a relative one is read against the config file's folder, not the current one.
+PATH_KEYS = frozenset(
+    {
+        "calibration",
+        "detector_metrics_file",
+        "junit",
+        "ca_bundle",
+        "prompt_file",
+        "cache_dir",
+        "cache_path",
+        "path",
+        "template",
+        "rubric",
+        "schema_dir",
+    }
+)
+# Values of those keys that are names, not paths.
+_NOT_PATHS = frozenset({"upstream"})
+
+
+def resolve_relative_paths(data: Any, folder: Path) -> Any:
+    """A copy of config data whose relative paths (PATH_KEYS) are joined to `folder`; a
+    rubric or template given by name (`summarization.v1`, `upstream`) is left alone."""
+    if isinstance(data, list):
+        return [resolve_relative_paths(v, folder) for v in data]
+    if not isinstance(data, dict):
+        return data
+    out = {}
+    for key, value in data.items():
+        if key in PATH_KEYS and isinstance(value, str) and _is_relative_path(key, value):
+            out[key] = str(folder / value)
+        else:
+            out[key] = resolve_relative_paths(value, folder)
+    return out
+
+
+def _is_relative_path(key: str, value: str) -> bool:
+    if not value or value in _NOT_PATHS or value.startswith("~") or Path(value).is_absolute():
+        return False
+    # A rubric is a NAME.vN unless it names a file.
+    return key != "rubric" or value.endswith(".txt") or "/" in value
+
+
 def _json_problem(path: str, exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{path!r} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"

@@ -45,7 +45,7 @@ from redjury.inputs import (
     path_problem,
 )
 from redjury.interrupts import cause, exit_code, held
-from redjury.redaction import run_redactors, without_url_credentials
+from redjury.redaction import run_redactors, without_header_values, without_url_credentials
 from redjury.report.digest import DigestBuilder, judge_savings
 from redjury.report.folder import FolderBusy, FolderLock, output_problem, same_path
 from redjury.report.jsonl import (
@@ -57,8 +57,12 @@ from redjury.report.jsonl import (
     dumps,
     read_rows,
 )
+from redjury.report.judge_failures import EXIT_JUDGES_FAILED, JudgeFailure, judge_failures
+from redjury.report.progress import RunProgress
 from redjury.report.terminal import TerminalPrinter
 from redjury.rows import AttemptScorer, content_hash, is_async
+from redjury.stored_state import cache_answers, stored_state
+from redjury.stored_state import describe as describe_stored
 
 if TYPE_CHECKING:
     import asyncio
@@ -82,7 +86,10 @@ SYNC_BYTES = 8 << 20
 MAX_PENDING = 512
 # Reporting settings that only decide how results are shown, never what a row says: a
 # resume may change them. Everything else in the config is part of the fingerprint.
-_PRESENTATION = frozenset({"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"})
+_PRESENTATION = frozenset(
+    {"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"}
+    | {"max_abstention_rate", "allow_abstentions"}
+)
 EXIT_INTERRUPTED = 130
 # How to start again when a run folder cannot be resumed.
 FRESH_START = "choose another --out, or delete the folder"
@@ -146,6 +153,8 @@ class RunResult:
     attempts_resumed: int = 0
     input_errors: int = 0
     exit_code: int = 0
+    # Judges (and model-backed detectors) that gave no verdict too often, in words (exit 5).
+    judge_failures: list[str] = field(default_factory=list)
     # In-memory runs: every report row and every hitlog row.
     report_rows: list[dict[str, Any]] | None = None
     hitlog_rows: list[dict[str, Any]] | None = None
@@ -658,6 +667,9 @@ class Run:
         # Records per input file that the first pass checked (runs with judges).
         self.checked: dict[str, int] | None = None
         self.lock: FolderLock | None = None
+        self.judge_failures: list[JudgeFailure] = []
+        # Attempts in all, when a first pass counted them (runs with judges): the progress' total.
+        self.total_attempts: int | None = None
 
     # -- stages ----------------------------------------------------------------------
     def check_paths(self) -> None:
@@ -712,6 +724,7 @@ class Run:
             gate.admit(rec.path, rec.line, attempt_id, rec.error, _ignore_error)
         if gate.bad and not self.options.skip_bad_lines:
             raise InputError(gate.errors, gate.bad)
+        self.total_attempts = gate.good
         refusal = gate.refusal(self._input_names(), self.inputs.empty_reason())
         if refusal is not None:
             raise refusal
@@ -744,7 +757,9 @@ class Run:
                     "start_time": dt.datetime.now(dt.UTC).isoformat(),
                     "inputs": [str(p) for p in self.inputs.paths],
                     "config_path": self.options.config_path,
-                    "config": without_url_credentials(self.config.model_dump(mode="json")),
+                    "config": without_header_values(
+                        without_url_credentials(self.config.model_dump(mode="json"))
+                    ),
                     "config_fingerprint": fingerprint,
                     "inputs_fingerprint": inputs_key,
                     "seed": seed,
@@ -752,6 +767,7 @@ class Run:
                     "evaluator": self.evaluator.describe(),
                     "python": sys.version.split()[0],
                     **_upstream_files(detectors),
+                    "stored_state": stored_state(self.config, detectors),
                 }
             )
         )
@@ -772,6 +788,8 @@ class Run:
         if seed is None:
             seed = (state.header or {}).get("seed", pysecrets.randbits(32))
         header = state.header or self.header(fingerprint, inputs_key, seed, detectors)
+        for entry in header.get("stored_state") or ():
+            self._say(describe_stored(entry))
         if out_dir is None:
             output = RunOutput.in_memory()
             output.report.write(header)
@@ -843,7 +861,7 @@ class Run:
         self, attempts: Iterator[Attempt], scorer: AttemptScorer, emit: Any
     ) -> None:
         """With judges: a sliding window of attempts in flight; rows written as they finish."""
-        window = _Completions(emit.row, MAX_PENDING)
+        window = _Completions(emit.judged_row, MAX_PENDING)
         try:
             for attempt in attempts:
                 await window.wait_below(MAX_PENDING)
@@ -871,6 +889,7 @@ class Run:
                 tallies.digest.add_eval(row)
         digest_row = tallies.digest.row()
         report.write(digest_row)
+        self.judge_failures = self._judge_failures(digest_row, eval_rows, tallies, detectors)
         report.write(self._completion(header, detectors) | judge_savings(digest_row))
         self.output.check_still_there()
         self.output.close()
@@ -880,7 +899,32 @@ class Run:
             first = tallies.tally.tallies[(row["probe"], row["detector"])].first_hits
             self._print(self.printer.eval_row, row, first[:hits_limit] if hits_limit else ())
         self._print(self.printer.judge_abstentions, digest_row.get("judge_panel"))
+        answers = cache_answers(detectors)
+        if answers is not None:
+            served = f"{answers['from_cache']} of {answers['answers']}"
+            self._say(f"judge cache: {served} judge answers came from it")
+        for failure in self.judge_failures:
+            self._say(f"judges failed: {failure.line()}")
         return eval_rows
+
+    def _judge_failures(
+        self,
+        digest_row: dict[str, Any],
+        eval_rows: list[dict[str, Any]],
+        tallies: RunTallies,
+        detectors: list[Detector],
+    ) -> list[JudgeFailure]:
+        if not any(getattr(d, "judges", None) or d.name == "guardrail" for d in detectors):
+            return []  # no model behind any detector: spare the judges' import
+        from redjury.judges.preflight import model_origins
+
+        origins = model_origins(detectors)
+        if not origins:
+            return []
+        panel = digest_row.get("judge_panel")
+        limit = self.config.reporting.max_abstention_rate
+        reasons = tallies.digest.first_reasons
+        return judge_failures(panel, eval_rows, reasons, origins, limit)
 
     def _completion(self, header: dict[str, Any], detectors: list[Detector]) -> dict[str, Any]:
         completion: dict[str, Any] = {
@@ -893,6 +937,11 @@ class Run:
         }
         if self.worker_processes > 1:
             completion["workers"] = self.worker_processes
+        answers = cache_answers(detectors)
+        if answers is not None:
+            completion["judge_cache"] = answers
+        if self.judge_failures:
+            completion["judges_failed"] = [f.line() for f in self.judge_failures]
         for det in detectors:
             stats = getattr(det, "stats", None)
             if callable(stats):
@@ -915,6 +964,10 @@ class Run:
             raise self._interrupted(interrupt) from None
         except OSError as exc:
             raise self._failed_on_disk(exc) from None
+        finally:
+            for det in detectors:
+                if det.name == "guardrail":  # its HTTP client lives on its own loop thread
+                    det.close()  # type: ignore[attr-defined]
 
     async def aexecute(self) -> RunResult:
         """Run inside the caller's event loop (the judges share it)."""
@@ -975,6 +1028,7 @@ class Run:
         return any(is_async(d) for d in detectors) or self.config.evaluation.audit.enabled
 
     def _execute_sync(self, detectors: list[Detector]) -> RunResult:
+        self._preflight_sync(detectors)
         scorer = AttemptScorer(detectors, *run_redactors(detectors), self.config.reporting.redact)
         output, state, header = self.open(detectors)
         tallies = self.tallies(header, output)
@@ -997,6 +1051,14 @@ class Run:
             emit.close()
         self._refuse_or_go_on(gate, output)
         return self._result(self.finish(header, tallies, detectors))
+
+    def _preflight_sync(self, detectors: list[Detector]) -> None:
+        """A guardrail may ask a model (Llama Guard) from a run with no event loop of its
+        own: its server is asked once too, before anything is written."""
+        if self.options.preflight and any(d.name == "guardrail" for d in detectors):
+            import asyncio
+
+            asyncio.run(self.preflight(detectors))
 
     def _workers(self, detectors: list[Detector], gate: InputGate) -> int:
         """Processes to read and score in (1: this one); see redjury.engines.processes.
@@ -1083,9 +1145,18 @@ class Run:
             self.scored,
             self.resumed,
             self.input_errors,
+            self._exit_code(),
+            [f.line() for f in self.judge_failures],
             report_rows=out.report.rows if isinstance(out.report, MemoryWriter) else None,
             hitlog_rows=out.hitlog.rows if isinstance(out.hitlog, MemoryWriter) else None,
         )
+
+    def _exit_code(self) -> int:
+        """5 when judges failed (unless abstentions are allowed), else 0; the CI gates are
+        applied after the run (redjury.report.outputs)."""
+        if self.judge_failures and not self.config.reporting.allow_abstentions:
+            return EXIT_JUDGES_FAILED
+        return 0
 
     def _interrupted(self, interrupt: KeyboardInterrupt | None = None) -> RunInterrupted:
         """Ctrl-C or a stop signal (see redjury.interrupts): what is kept, how to resume."""
@@ -1213,7 +1284,8 @@ class _Emitter:
         self.tallies = tallies
         self.window = window
         self.unflushed = 0
-        self.progress = _Progress(run.resumed, run.options.progress)
+        self.progressed = 0  # rows the progress counted as they came (judged_row)
+        self.progress = RunProgress(run.resumed, run.options.progress, run.total_attempts)
         # When the oldest unflushed row must be flushed; `timed` (inside an event loop): a
         # timer flushes it then even when no row comes after it.
         self.flush_due = float("inf")
@@ -1228,6 +1300,13 @@ class _Emitter:
         self.output.report.write(row)
         self.tallies.add(row)
         self._scored()
+
+    def judged_row(self, row: dict[str, Any]) -> None:
+        """A row judges took time over: the progress moves with each one (counted before the
+        row, whose write may flush)."""
+        self.progressed += 1
+        self.progress.advance(1)
+        self.row(row)
 
     def scored_rows(self, rows: list[tuple[bytes, bytes]]) -> None:
         """Some of a chunk's rows scored in a worker process (the gate left others out):
@@ -1290,8 +1369,8 @@ class _Emitter:
 
     def flush(self) -> None:
         self.output.flush()
-        self.progress.advance(self.unflushed)
-        self.unflushed = 0
+        self.progress.advance(self.unflushed - self.progressed)
+        self.unflushed = self.progressed = 0
         self.flush_due = float("inf")
         if self._timer is not None:
             self._timer.cancel()
@@ -1304,40 +1383,6 @@ class _Emitter:
             self._timer = None
         self.output.flush()
         self.progress.close()
-
-
-class _Progress:
-    """A progress bar on stderr for long runs in a terminal; silent otherwise."""
-
-    def __init__(self, done: int, enabled: bool | None) -> None:
-        if enabled is None:
-            enabled = sys.stderr.isatty() and not os.environ.get("CI")
-        self._bar: Any = None
-        self._shown = 0
-        if enabled:
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                SpinnerColumn(),
-                TextColumn("judging {task.completed} attempts"),
-                TextColumn("{task.fields[rate]}"),
-                TimeElapsedColumn(),
-                transient=True,
-            )
-            self._task = self._bar.add_task("run", total=None, completed=done, rate="")
-
-    def advance(self, n: int) -> None:
-        if self._bar is None:
-            return
-        self._shown += n
-        if self._shown >= 2000 and not self._bar.live.is_started:
-            self._bar.start()  # short runs never show a bar
-        speed = self._bar.tasks[0].speed
-        self._bar.update(self._task, advance=n, rate=f"{speed:,.0f}/s" if speed else "")
-
-    def close(self) -> None:
-        if self._bar is not None and self._bar.live.is_started:
-            self._bar.stop()
 
 
 def silence_stdout() -> None:

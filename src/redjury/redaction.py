@@ -200,3 +200,22 @@ def run_redactors(detectors: Iterable[Detector]) -> tuple[Redactor, Redactor]:
         if callable(arm):
             arm(both)
     return markers, always
+
+
+HEADER_VALUE_MASK = "****"
+
+
+def without_header_values(value: Any) -> Any:
+    """A copy of a config dump with the values of every `headers` mapping masked whole,
+    whatever their length: text masking keeps four characters and skips shorter values,
+    and a configured header value (`x-team: red`) belongs in no report."""
+    if isinstance(value, dict):
+        return {
+            k: {h: HEADER_VALUE_MASK for h in v}
+            if k == "headers" and isinstance(v, dict)
+            else without_header_values(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [without_header_values(v) for v in value]
+    return value

@@ -177,7 +177,9 @@ def test_audit_is_stored_and_found_for_the_statistics(
     panel = JudgePanelDetector.from_spec(config.evaluation, use_cache=False)
     cache_dir = tmp_path / "calibration"
     assert (cache_dir / "audits" / f"{panel.fingerprint}.json").is_file()
-    lookup = audit_correction_lookup(cache_dir, [panel])
+    # 10 labelled samples: too few to be applied unasked, read when the minimum allows it.
+    assert audit_correction_lookup(cache_dir, [panel])("judge_panel") is None
+    lookup = audit_correction_lookup(cache_dir, [panel], min_samples=10)
     found = lookup("judge_panel")
     assert found is not None
     assert found.source == f"audit:{panel.fingerprint}"
@@ -186,7 +188,7 @@ def test_audit_is_stored_and_found_for_the_statistics(
     other = config.model_copy(deep=True)
     other.evaluation.threshold = 5.0  # another panel: its audit is not this one's
     changed = JudgePanelDetector.from_spec(other.evaluation, use_cache=False)
-    assert audit_correction_lookup(cache_dir, [changed])("judge_panel") is None
+    assert audit_correction_lookup(cache_dir, [changed], min_samples=1)("judge_panel") is None
 
 
 def test_warn_goes_on_and_stop_refuses(

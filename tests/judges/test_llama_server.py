@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -106,6 +107,7 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             if time.monotonic() > deadline:
                 pytest.fail(f"llama.cpp server not ready in 90 s:\n{log.read_text()[-2000:]}")
             time.sleep(0.3)
+        _first_answer(proc, url, log)
         yield url + "/v1"
     finally:
         os.kill(proc.pid, signal.SIGTERM)
@@ -114,6 +116,28 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(5)
+
+
+def _first_answer(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """One chat completion before any judge test: a build that crashes on its first request
+    (built for another CPU) fails here once, with the server's log, not in 29 tests."""
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": "Say OK."}]}
+    request = urllib.request.Request(
+        url + "/v1/chat/completions",
+        data=json.dumps({**body, "max_tokens": 1}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            json.load(r)["choices"][0]["message"]
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        time.sleep(0.5)  # let a crashing server finish its log
+        state = "crashed" if proc.poll() is not None else "is running"
+        pytest.fail(
+            f"llama.cpp server failed its first chat completion ({type(exc).__name__}: {exc}; "
+            f"it {state}); rebuild it portable with .ci/install_llama.sh:\n"
+            f"{log.read_text(errors='replace')[-2000:]}"
+        )
 
 
 def panel_for(url: str, tmp_path: Path, judges: list[dict], **settings) -> JudgePanelDetector:

@@ -72,14 +72,14 @@ def test_unknown_model_stops_the_run(server, tmp_path):
 
 def test_no_preflight_judges_and_shows_abstentions_by_cause(tmp_path):
     result = run(tmp_path, judge_config(tmp_path, "http://127.0.0.1:9/v1"), "--no-preflight")
-    assert result.returncode == 0, result.stderr
-    assert "judge harmbench:a: abstained 3/3 (transport error 3)" in result.stdout.splitlines()
+    assert result.returncode == 5, result.stderr
+    assert "judge harmbench:a: abstained 3/3 (3 × transport error)" in result.stdout.splitlines()
 
 
 def test_abstentions_by_cause_reach_summary_and_html(server, tmp_path):
     server.set_script(always(Status(400)))
     result = run(tmp_path, judge_config(tmp_path, server.openai_url), "--html")
-    assert "judge harmbench:a: abstained 3/3 (HTTP status 3)" in result.stdout.splitlines()
+    assert "judge harmbench:a: abstained 3/3 (3 × HTTP status)" in result.stdout.splitlines()
     out = tmp_path / "out"
     summary = subprocess.run(
         [sys.executable, "-m", "redjury.cli", "summary", str(out)],
@@ -89,8 +89,8 @@ def test_abstentions_by_cause_reach_summary_and_html(server, tmp_path):
         env={**os.environ, "NO_COLOR": "1"},
         timeout=120,
     )
-    assert "HTTP status 3" in summary.stdout, summary.stdout + summary.stderr
-    assert "HTTP status 3" in (out / "redjury.report.html").read_text()
+    assert "3 × HTTP status" in summary.stdout, summary.stdout + summary.stderr
+    assert "3 × HTTP status" in (out / "redjury.report.html").read_text()
 
 
 def test_rerun_from_cache_makes_no_completion_request(server, tmp_path):

@@ -200,6 +200,11 @@ class AuditResult:
     def passed(self) -> bool:
         return bool(self.gate["passed"])
 
+    @property
+    def samples(self) -> int:
+        """Labelled samples the correction counts (the non-abstained ones)."""
+        return sum(int(self.correction.get(k, 0)) for k in ("tp", "fn", "tn", "fp"))
+
     def correction_for_stats(self) -> Correction | None:
         c = self.correction
         try:
@@ -397,8 +402,50 @@ def _counting(
 
 
 # -- storage and the Se/Sp lookup ---------------------------------------------------------------
+# A stored audit with fewer labelled samples is never applied to a run's intervals unasked: a
+# 4-row toy audit would otherwise turn every later interval into [0 %, 100 %].
+MIN_IMPLICIT_AUDIT_SAMPLES = 30
+
+
 def audits_dir(cache_dir: Path | str) -> Path:
     return Path(cache_dir) / "audits"
+
+
+def stored_audits(cache_dir: Path | str) -> list[tuple[Path, AuditResult | None]]:
+    """Every stored audit file, newest first, with its result (None: unreadable)."""
+    folder = audits_dir(cache_dir)
+    files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    out: list[tuple[Path, AuditResult | None]] = []
+    for path in files:
+        try:
+            out.append((path, AuditResult.from_json(json.loads(path.read_text("utf-8")))))
+        except (OSError, ValueError, TypeError):
+            out.append((path, None))
+    return out
+
+
+def audit_use(
+    cache_dir: Path | str, detectors: Iterable[Detector], min_samples: int
+) -> list[dict[str, Any]]:
+    """The stored audits a run's statistics would read: file, date, samples, and whether
+    they are applied (enough samples) or left aside."""
+    used = []
+    for det in detectors:
+        key = audit_key(det)
+        result = load_audit(cache_dir, key)
+        if result is None:
+            continue
+        used.append(
+            {
+                "kind": "audit",
+                "detector": det.name,
+                "file": str(audits_dir(cache_dir) / f"{key}.json"),
+                "date": result.created_at or None,
+                "samples": result.samples,
+                "applied": result.samples >= min_samples,
+            }
+        )
+    return used
 
 
 def store_audit(result: AuditResult, cache_dir: Path | str) -> Path:
@@ -425,10 +472,13 @@ def load_audit(cache_dir: Path | str, key: str) -> AuditResult | None:
 
 
 def audit_correction_lookup(
-    cache_dir: Path | str, detectors: Iterable[Detector] | Mapping[str, str]
+    cache_dir: Path | str,
+    detectors: Iterable[Detector] | Mapping[str, str],
+    min_samples: int = MIN_IMPLICIT_AUDIT_SAMPLES,
 ) -> Callable[[str], Correction | None]:
     """For `resolve_correction(audit_lookup=...)`: detector name → the Se/Sp its stored audit
-    measured (source `audit:<key>`), or None when this exact panel/detector was never audited.
+    measured (source `audit:<key>`), or None when this exact panel/detector was never audited
+    or its audit counted fewer than `min_samples` labelled samples.
 
     `detectors` are the run's detectors (their audit keys are taken from them), or a ready
     {detector name: audit key} mapping. Se/Sp are counted over non-abstained samples.
@@ -445,7 +495,8 @@ def audit_correction_lookup(
         if short not in found:
             key = keys.get(short)
             result = load_audit(cache_dir, key) if key else None
-            found[short] = None if result is None else result.correction_for_stats()
+            enough = result is not None and result.samples >= min_samples
+            found[short] = result.correction_for_stats() if enough and result else None
         return found[short]
 
     return lookup

@@ -213,6 +213,15 @@ class GuardrailDetector(Detector):
         # before scoring, so the factory is not called for a run that is then refused.
         return self.detect(attempt)
 
+    def close(self) -> None:
+        """Close a guardrail that holds resources (Llama Guard's HTTP client and loop thread)."""
+        close = getattr(self.guardrail, "close", None)
+        if callable(close):
+            close()
+
+    async def aclose(self) -> None:
+        self.close()
+
     def check(self, attempt: Attempt, output: str) -> Finding:
         hazards = list(self.attributed_hazards)
         guardrail = self.guardrail  # a factory that fails is a config error, not a verdict

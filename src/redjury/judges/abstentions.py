@@ -38,5 +38,6 @@ def abstention_cause(reason: str | None) -> str:
 
 
 def describe_causes(counts: Mapping[str, int]) -> str:
-    """`timeout 3, HTTP status 1`, in CAUSES order; empty when nothing abstained."""
-    return ", ".join(f"{c} {counts[c]}" for c in CAUSES if counts.get(c))
+    """`3 × timeout, 1 × HTTP status`, in CAUSES order; empty when nothing abstained (the
+    count first: `HTTP status 20` read as a status code)."""
+    return ", ".join(f"{counts[c]} × {c}" for c in CAUSES if counts.get(c))

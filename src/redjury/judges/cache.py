@@ -152,6 +152,18 @@ class JudgeCache:
         self.flush()
         return int(self._db.execute("SELECT count(*) FROM judgements").fetchone()[0])
 
+    def by_judge(self) -> dict[str, int]:
+        """Stored answers per judge id."""
+        self.flush()
+        rows = self._db.execute("SELECT judge, count(*) FROM judgements GROUP BY judge")
+        return {str(judge): int(n) for judge, n in rows}
+
+    def clear(self) -> int:
+        """Remove every stored answer; how many there were."""
+        self._pending.clear()
+        with self._db:
+            return int(self._db.execute("DELETE FROM judgements").rowcount)
+
     def close(self) -> None:
         self.flush()
         if self._conn is not None:

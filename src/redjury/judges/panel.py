@@ -122,6 +122,7 @@ _COUNTERS = (
     "calls",
     "requests",
     "cached",
+    "cache_hits",
     "abstentions",
     "retries",
     "reasks",
@@ -464,6 +465,7 @@ class JudgePanelDetector(Detector):
             hit = cache.get(key)
             if hit is not None:
                 counts["cached"] += 1
+                counts["cache_hits"] += 1
                 counts["cached_prompt_tokens"] += hit.prompt_tokens
                 counts["cached_completion_tokens"] += hit.completion_tokens
                 # Masked again: a cache written before answers were masked at the source.

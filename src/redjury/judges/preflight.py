@@ -23,6 +23,7 @@ from redjury.judges.engine import (
     public_url,
     redirect_refused,
 )
+from redjury.judges.providers import MalformedResponse
 
 # Seconds the preflight waits for one answer, however long a judge may take to judge.
 PREFLIGHT_TIMEOUT_S = 10.0
@@ -50,11 +51,32 @@ class PreflightError(Exception):
 
 
 def judges_of(detectors: Iterable[Any]) -> list[AskingJudge]:
-    """Every HTTP judge of the run's detectors (the panel's, and any other detector's)."""
+    """Every HTTP judge of the run's detectors (the panel's, any other detector's, and a
+    guardrail's)."""
     found: list[AskingJudge] = []
     for det in detectors:
-        found.extend(j for j in getattr(det, "judges", ()) if isinstance(j, AskingJudge))
+        found.extend(backing_judges(det))
     return found
+
+
+def backing_judges(detector: Any) -> list[AskingJudge]:
+    """The HTTP judges a detector asks: its own, or its guardrail's (Llama Guard)."""
+    found = [j for j in getattr(detector, "judges", ()) if isinstance(j, AskingJudge)]
+    judge = getattr(getattr(detector, "guardrail", None), "judge", None)
+    return found + ([judge] if isinstance(judge, AskingJudge) else [])
+
+
+def model_origins(detectors: Iterable[Any]) -> dict[str, str]:
+    """Judge id, and name of each model-backed detector (judges of its own, or a guardrail)
+    besides the panel, -> the public URL of its server ("" when it has no HTTP judge)."""
+    origins: dict[str, str] = {}
+    for det in detectors:
+        judges = backing_judges(det)
+        for judge in judges:
+            origins.setdefault(judge.id, public_url(judge.provider.base_url))
+        if det.name != "judge_panel" and (judges or det.name == "guardrail"):
+            origins[det.name] = public_url(judges[0].provider.base_url) if judges else ""
+    return origins
 
 
 async def preflight(judges: Iterable[AskingJudge]) -> list[PreflightFailure]:
@@ -76,7 +98,15 @@ async def preflight(judges: Iterable[AskingJudge]) -> list[PreflightFailure]:
 
 async def run_preflight(detectors: Iterable[Any]) -> None:
     """Raise PreflightError when a judge of these detectors cannot judge."""
-    failures = await preflight(judges_of(detectors))
+    detectors = list(detectors)
+    try:
+        failures = await preflight(judges_of(detectors))
+    finally:
+        # A guardrail's judge asks from its own loop thread: let go of this loop's session.
+        for det in detectors:
+            for judge in backing_judges(det):
+                if judge not in getattr(det, "judges", ()):
+                    await judge.engine.aclose()
     if failures:
         raise PreflightError(failures)
 
@@ -93,11 +123,14 @@ async def check_judge(judge: AskingJudge) -> str | None:
         if 300 <= response.status < 400:
             return redirect_refused(response, listing.url)
         if response.status in NO_LISTING:
-            return _probe_cause(await engine.fetch(probe, provider.probe_body()), probe)
+            return _probe_cause(await engine.fetch(probe, provider.probe_body()), probe, judge)
         cause, unlisted = _listing_cause(response, judge)
         # Some servers (llama.cpp) list one name and serve any: only a 404 proves it unknown.
         if unlisted and (await engine.fetch(probe, provider.probe_body())).status != 404:
             return None
+        if cause is None and _cannot_tell(response, judge):
+            # No model named (a 5xx, an empty or foreign listing): does it answer like one?
+            return _probe_cause(await engine.fetch(probe, provider.probe_body()), probe, judge)
         return cause
     except (TLSVerifyError, UnreachableError) as exc:
         return str(exc)
@@ -129,13 +162,39 @@ def _listing_cause(response: Response, judge: AskingJudge) -> tuple[str | None, 
     return f"unknown model {model!r} (the server lists {len(names)}: {shown})", True
 
 
-def _probe_cause(response: Response, route: Route) -> str | None:
+def _cannot_tell(response: Response, judge: AskingJudge) -> bool:
+    """Whether the listing leaves open that the server is not a model server at all."""
+    if response.status in REFUSED or not judge.provider.listing_names_models:
+        return False
+    return response.status >= 300 or not _is_listing(response.body)
+
+
+def _is_listing(body: bytes) -> bool:
+    """An OpenAI/Anthropic (`data`) or Ollama (`models`) listing, empty or not."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and any(
+        isinstance(data.get(key), list) for key in ("data", "models")
+    )
+
+
+def _probe_cause(response: Response, route: Route, judge: AskingJudge) -> str | None:
     if 300 <= response.status < 400:
         return redirect_refused(response, route.url)
     if response.status in REFUSED:
         return f"HTTP {response.status}: the server refused the credentials (check api_key_env)"
     if response.status == 404:
         return f"HTTP 404 at {public_url(route.url)}: unknown model or wrong base_url"
+    if 200 <= response.status < 300:
+        try:
+            judge.provider.read(response.body)
+        except MalformedResponse as exc:
+            return (
+                f"it answered a one-token request at {public_url(route.url)} with HTTP "
+                f"{response.status} but not like a model server ({exc}): check base_url"
+            )
     return None
 
 

@@ -127,6 +127,7 @@ class JudgeTally:
     pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # -> [both voted, agreed]
     causes: dict[str, dict[str, int]] = field(default_factory=dict)  # judge -> cause -> n
     usage: dict[str, Usage] = field(default_factory=dict)  # judge -> calls and tokens
+    first_reasons: dict[str, str] = field(default_factory=dict)  # judge -> first abstention
     outputs: int = 0
     errors: int = 0
     cascaded: int = 0  # outputs the cascade decided without asking the judges
@@ -148,6 +149,7 @@ class JudgeTally:
             by_cause = self.causes.setdefault(judge, {})
             cause = abstention_cause(reason)
             by_cause[cause] = by_cause.get(cause, 0) + 1
+            self.first_reasons.setdefault(judge, str(reason or "no reason given"))
         cast: dict[str, bool] = {}
         for judge, score in votes.items():
             bucket = self.votes.setdefault(judge, [0, 0, 0])
@@ -192,6 +194,8 @@ class JudgeTally:
             mine = self.causes.setdefault(judge, {})
             for cause, n in causes.items():
                 mine[cause] = mine.get(cause, 0) + n
+        for judge, reason in other.first_reasons.items():
+            self.first_reasons.setdefault(judge, reason)
 
     def summary(self) -> dict[str, Any]:
         judges = []
@@ -208,6 +212,7 @@ class JudgeTally:
                         c: n for c in CAUSES if (n := self.causes.get(judge, {}).get(c, 0))
                     },
                     **_usage_fields(self.usage.get(judge)),
+                    "first_abstention": self.first_reasons.get(judge),
                 }
             )
         agreement = [
@@ -250,6 +255,8 @@ class DigestBuilder:
         self.breakdowns: dict[tuple[str, str, str], list[int]] = {}
         # (probe, intent) -> [passed, fails, nones]; an output is a hit when any detector failed it.
         self.matrix: dict[tuple[str, str], list[int]] = {}
+        # detector -> the first reason it gave for an output it could not judge
+        self.first_reasons: dict[str, str] = {}
 
     def merge(self, other: DigestBuilder) -> None:
         """Add the attempt counts of another builder (a Ray block) over the same run."""
@@ -260,6 +267,8 @@ class DigestBuilder:
         for cell, counts in other.matrix.items():
             _add_into(self.matrix.setdefault(cell, [0, 0, 0]), counts)
         self.judges.merge(other.judges)
+        for detector, reason in other.first_reasons.items():
+            self.first_reasons.setdefault(detector, reason)
 
     def add_eval(self, row: dict[str, Any]) -> None:
         self.evals.append(row)
@@ -275,9 +284,22 @@ class DigestBuilder:
         results = row.get("detector_results")
         if results:
             self._add_scores(row, results, hits)
+        reasons = row.get("reasons")
+        if reasons and results:
+            self._first_reasons(reasons, results)
         for detail in (row.get("details") or {}).get("judge_panel") or ():
             if isinstance(detail, dict):
                 self.judges.add(detail)
+
+    def _first_reasons(self, reasons: dict[str, list[str | None]], results: dict[str, Any]) -> None:
+        """Keep each detector's first reason for an output it could not judge (score None)."""
+        for detector, per_output in reasons.items():
+            if detector in self.first_reasons:
+                continue
+            scores = results.get(detector) or ()
+            given = (r for r, s in zip(per_output, scores, strict=False) if r and s is None)
+            if (first := next(given, None)) is not None:
+                self.first_reasons[detector] = first
 
     def _add_scores(
         self,

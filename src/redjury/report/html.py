@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from redjury.judges.abstentions import describe_causes
-from redjury.redaction import without_url_credentials
+from redjury.redaction import without_header_values, without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
 from redjury.report.folder import write_replacing
 from redjury.stats.small_sample import shown_interval
@@ -279,7 +279,11 @@ def _run_section(data: ReportData) -> str:
     ]
     meta = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     # Stripped again here: a report written by an older redjury may still hold URL user info.
-    config = json.dumps(without_url_credentials(h.get("config") or {}), indent=2, sort_keys=True)
+    config = json.dumps(
+        without_header_values(without_url_credentials(h.get("config") or {})),
+        indent=2,
+        sort_keys=True,
+    )
     return (
         '<section id="run"><h2>The run</h2>'
         f'<table class="meta">{meta}</table>'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -208,6 +209,12 @@ def markdown_summary(data: ReportData) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _stdout_to_devnull() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
     """Print the breakdowns as rich tables; with `markdown`, also write them there."""
     from rich.console import Console
@@ -217,8 +224,13 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
     if markdown is not None and (problem := output_problem(markdown, report_outputs(out_dir))):
         raise ValueError(f"--markdown {markdown}: {problem}")
     data = load_report(out_dir, hit_limit=0)
+    if markdown is not None:  # first: a reader that stops early (`| head -1`) still gets it
+        text = markdown_summary(data)
+        write_replacing(markdown, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     # Piped or captured output keeps whole names instead of an 80-column cut.
     console = Console() if sys.stdout.isatty() else Console(width=200)
+    # rich exits 1 when the reader goes away (`| head -1`); the rest goes nowhere instead.
+    console.on_broken_pipe = _stdout_to_devnull  # type: ignore[method-assign]
     styles = {"FAIL": "bold red", "PASS": "bold green", "SKIP": "bold yellow"}
     for title, head, rows in summary_tables(data):
         table = RichTable(title=title, title_justify="left")
@@ -231,6 +243,4 @@ def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
             table.add_row(*(Text(escape_name(c), style=styles.get(c, "")) for c in row))
         console.print(table)
     if markdown is not None:
-        text = markdown_summary(data)
-        write_replacing(markdown, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         console.print(f"markdown: {escape_control(str(markdown))}", markup=False)

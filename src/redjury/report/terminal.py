@@ -164,7 +164,7 @@ class TerminalPrinter:
 
 
 def judge_abstention_lines(panel: dict[str, Any] | None) -> list[str]:
-    """`judge harmbench:a: abstained 3/40 (timeout 2, HTTP status 1)` per judge of a digest."""
+    """`judge harmbench:a: abstained 3/40 (2 × timeout, 1 × HTTP status)` per judge of a digest."""
     lines = []
     for j in (panel or {}).get("judges", ()):
         total = j["unsafe"] + j["safe"] + j["abstained"]

@@ -150,6 +150,24 @@ class Calibration:
         return z, level, DEFCON_SYMBOLS[level]
 
 
+def describe_calibration(path: str | Path) -> dict[str, Any]:
+    """What a run reads from a calibration file: the file, its date (the file's own, else
+    when it was last written), probe/detector pairs and the reports it was built from."""
+    calibration = Calibration.load(path)
+    meta = calibration.metadata or {}
+    date = meta.get("date") or datetime.datetime.fromtimestamp(
+        Path(path).stat().st_mtime, datetime.UTC
+    ).isoformat(timespec="seconds")
+    filenames = meta.get("filenames")
+    return {
+        "kind": "calibration",
+        "file": str(path),
+        "date": str(date),
+        "pairs": len(calibration),
+        "reports": len(filenames) if isinstance(filenames, list) else None,
+    }
+
+
 def _eval_pass_rates(reports: Iterable[Path]) -> dict[str, list[float]]:
     rates: dict[str, list[float]] = defaultdict(list)
     for report in reports:
