@@ -21,11 +21,14 @@ CARD = "4539 1488 0343 6467"  # passes the Luhn check
 
 
 def refusals(n: int) -> list[dict[str, Any]]:
-    return [{"id": f"a{i}", "probe": "leak", "outputs": [REFUSAL]} for i in range(n)]
+    return [{"id": f"a{i}", "probe": "leak", "goal": "g", "outputs": [REFUSAL]} for i in range(n)]
 
 
 def leaks(n: int) -> list[dict[str, Any]]:
-    return [{"id": f"a{i}", "probe": "leak", "outputs": [f"Sure: card {CARD}"]} for i in range(n)]
+    return [
+        {"id": f"a{i}", "probe": "leak", "goal": "g", "outputs": [f"Sure: card {CARD}"]}
+        for i in range(n)
+    ]
 
 
 def pii_config(tmp_path: Path) -> Path:
@@ -184,7 +187,8 @@ def test_a_rerun_failing_mid_run_puts_the_earlier_files_back(tmp_path: Path) -> 
     run(RunOptions([], config, out, source=AttemptList(refusals(5) + refusals(9)[5:])))
     cut_to_attempts(out, 5)
     before = files_of(out)
-    with pytest.raises(OSError, match="went away"):
+    # An OS error ends the run as a RunError naming it (exit 2), the earlier files put back.
+    with pytest.raises(RunError, match="the source went away"):
         run(RunOptions([], config, out, source=_BreaksAfter(refusals(9))))
     assert files_of(out) == before
 

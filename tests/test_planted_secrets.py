@@ -346,3 +346,33 @@ def test_a_marker_in_a_probe_name_reaches_no_file_nor_stream(
     probes = {r["probe"] for r in rows_of(out / "redjury.report.jsonl", "attempt")}
     assert probes == {"leak.****-SAY"}
     assert "leak.****-SAY" in run.stdout
+
+
+def test_a_marker_in_an_attempt_id_reaches_no_file_and_the_rerun_resumes_it(
+    tmp_path: Path, judge_server: FaultServer
+) -> None:
+    rows = [
+        {"id": f"run-{MARKER}-1", "probe": "leak", "goal": "g", "outputs": ["no"]},
+        {"id": f"run-{MARKER}-2", "probe": "leak", "goal": "g", "outputs": [f"it is {MARKER}"]},
+    ]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    cfg = write_config(tmp_path / "config.yaml", judge_server)
+    out, env = tmp_path / "out", run_env(tmp_path, judge_server)
+    run = redjury("run", src, "--config", cfg, "--out", out, "--junit", tmp_path / "j.xml",
+                  "--html", "-v", env=env)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    texts = everything_written(tmp_path, run.stdout, run.stderr)
+    assert_absent(texts, (MARKER,))
+    ids = [r["id"] for r in rows_of(out / "redjury.report.jsonl", "attempt")]
+    assert sorted(ids) == ["run-****-SAY-1", "run-****-SAY-2"]
+    # The same command again: the kept rows are found under their masked ids (nothing is
+    # judged twice, nothing refused as gone from the input).
+    again = redjury("run", src, "--config", cfg, "--out", out, env=env)
+    assert again.returncode == 0, again.stderr
+    assert len(rows_of(out / "redjury.report.jsonl", "attempt")) == 2
+    changed = [rows[0], {**rows[1], "outputs": ["a new reply"]}]
+    write_jsonl(tmp_path / "in.jsonl", changed)
+    refused = redjury("run", src, "--config", cfg, "--out", out, env=env)
+    assert refused.returncode == 2
+    assert "input changed since the kept rows" in refused.stderr
+    assert MARKER not in refused.stderr + refused.stdout

@@ -45,7 +45,12 @@ from redjury.inputs import (
     path_problem,
 )
 from redjury.interrupts import cause, exit_code, held
-from redjury.redaction import run_redactors, without_header_values, without_url_credentials
+from redjury.redaction import (
+    Redactor,
+    run_redactors,
+    without_header_values,
+    without_url_credentials,
+)
 from redjury.report.digest import DigestBuilder, judge_savings
 from redjury.report.folder import FolderBusy, FolderLock, output_problem, same_path
 from redjury.report.jsonl import (
@@ -60,7 +65,7 @@ from redjury.report.jsonl import (
 from redjury.report.judge_failures import EXIT_JUDGES_FAILED, JudgeFailure, judge_failures
 from redjury.report.progress import RunProgress
 from redjury.report.terminal import TerminalPrinter
-from redjury.rows import AttemptScorer, content_hash, is_async
+from redjury.rows import AttemptScorer, content_hash, id_redactor, is_async
 from redjury.stored_state import cache_answers, stored_state
 from redjury.stored_state import describe as describe_stored
 
@@ -454,6 +459,8 @@ class InputGate:
     limits: dict[str, int] | None = None
     # Where the kept rows are (named when a changed attempt stops the run).
     kept_in: str = "the run folder"
+    # The id as the kept rows wrote it (a configured marker in an id is masked there).
+    id_view: Callable[[str], str] | None = None
     # Resumed ids found in the input, and records past a file's limit.
     matched: int = 0
     unchecked: int = 0
@@ -500,19 +507,24 @@ class InputGate:
         if attempt_id is not None:
             key = hash(attempt_id)
             if key in self._seen:
-                err = LineError(path, line, "id", f"duplicate id {attempt_id!r}")
+                err = LineError(path, line, "id", f"duplicate id {self._shown(attempt_id)!r}")
             else:
                 self._seen.add(key)
         if err is not None or attempt_id is None:
             self._bad(err or LineError(path, line, "(line)", "unreadable"), on_error)
             return False
         self.good += 1
+        if self.done and self.id_view is not None:
+            key = hash(self.id_view(attempt_id))
         if self.done and key in self.done:
             self.matched += 1
             if attempt is not None and not self.refused:
                 self._same_as_kept(path, line, attempt, self.done[key])
             return False
         return not self.refused
+
+    def _shown(self, attempt_id: str) -> str:
+        return attempt_id if self.id_view is None else self.id_view(attempt_id)
 
     def _same_as_kept(self, path: str, line: int, attempt: Attempt, kept: str | None) -> None:
         if kept == content_hash(attempt):
@@ -524,7 +536,7 @@ class InputGate:
             else "the attempt differs from the one judged there, so its verdict no longer holds"
         )
         raise RunError(
-            f"{path}:{line}: id {attempt.id!r}: input changed since the kept rows in "
+            f"{path}:{line}: id {self._shown(attempt.id)!r}: input changed since the kept rows in "
             f"{self.kept_in}: {why}; to judge the input as it is now, start fresh: "
             f"{FRESH_START}"
         )
@@ -667,6 +679,8 @@ class Run:
         # Records per input file that the first pass checked (runs with judges).
         self.checked: dict[str, int] | None = None
         self.lock: FolderLock | None = None
+        # What masks ids in the rows (set when the output is opened): see InputGate.id_view.
+        self.id_mask: Redactor | None = None
         self.judge_failures: list[JudgeFailure] = []
         # Attempts in all, when a first pass counted them (runs with judges): the progress' total.
         self.total_attempts: int | None = None
@@ -774,6 +788,7 @@ class Run:
 
     def open(self, detectors: list[Detector]) -> tuple[RunOutput, ResumeState, dict[str, Any]]:
         """Open the output, resuming what an earlier run into the same folder kept."""
+        self.id_mask = id_redactor(*run_redactors(detectors), self.config.reporting.redact)
         fingerprint = config_fingerprint(self.config)
         inputs_key = inputs_fingerprint(self.inputs.paths)
         out_dir = self.options.out_dir
@@ -1119,6 +1134,7 @@ class Run:
             done_errors=state.error_lines(),
             limits=self.checked,
             kept_in=str(self.options.out_dir),
+            id_view=self.id_mask.apply if self.id_mask is not None else None,
         )
 
     def _refuse_or_go_on(self, gate: InputGate, output: RunOutput) -> None:
@@ -1180,7 +1196,7 @@ class Run:
         """A file the run reads or writes failed (a full disk, a file-size limit, a read-only
         folder): one line naming it and saying what was kept (exit 2)."""
         where = exc.filename or self.options.out_dir or "the run's files"
-        what = exc.strerror or type(exc).__name__
+        what = exc.strerror or str(exc) or type(exc).__name__
         report = self.output.report_path if self.output else None
         if report is None:
             kept = "nothing was judged"

@@ -96,6 +96,16 @@ def _ask(
     return det.adetect(attempt)
 
 
+def id_redactor(markers: Redactor, always: Redactor, redact: bool) -> Redactor | None:
+    """What masks a row's id (and a row whose findings found nothing sensitive): the
+    credentials always, the configured markers unless the report is not redacted; None when
+    there is nothing to mask."""
+    quiet = always
+    if redact:
+        quiet = markers.with_values(always.values) if always else markers
+    return quiet if quiet else None
+
+
 class AttemptScorer:
     """Scores attempts with every detector and turns the findings into a redacted report row."""
 
@@ -108,10 +118,7 @@ class AttemptScorer:
         self.always = always
         self.redact = redact
         # The redactor of a row whose findings found nothing sensitive (None: nothing to mask).
-        quiet = always
-        if redact:
-            quiet = markers.with_values(always.values) if always else markers
-        self._quiet = quiet if quiet else None
+        self._quiet = id_redactor(markers, always, redact)
 
     async def score_one(self, attempt: Attempt) -> dict[str, Any]:
         """Score one attempt: the synchronous detectors first (a judge panel's cascade reads
@@ -146,6 +153,10 @@ class AttemptScorer:
                     row[key] = redactor.apply(row[key])
             # The probe name too: every table, hitlog and terminal line is keyed by it.
             row["probe"] = redactor.apply(row["probe"])
+        if self._quiet is not None:
+            # The id too, by the run's own values alone (never this row's findings), so a
+            # resume finds the kept row under the same masked id (InputGate.id_view).
+            row["id"] = self._quiet.apply(row["id"])
         return row
 
     def _add_findings(self, row: dict[str, Any], findings: dict[str, list[Finding]]) -> list[str]:
