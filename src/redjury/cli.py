@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -743,23 +744,28 @@ def _open_cache(path: Path | None) -> Any:
     return JudgeCache(target) if target.is_file() else None
 
 
+def _cache_query(cache: Any, query: Callable[[Any], Any]) -> Any:
+    """`query` on an open judge cache, closed after; a file that is no cache is one line."""
+    import sqlite3
+
+    try:
+        return query(cache)
+    except sqlite3.DatabaseError as exc:
+        raise _fail(f"{cache.path}: not a judge cache ({exc})") from None
+    finally:
+        cache.close()
+
+
 @cache_app.command("show")
 def cache_show(path: CacheFile = None) -> None:
     """Say where the judge cache is, how many answers it holds per judge, and its date."""
-    import sqlite3
-
     from redjury.judges.cache import default_cache_path
 
     cache = _open_cache(path)
     if cache is None:
         _echo(f"judge cache: {path or default_cache_path()} (none yet)")
         return
-    try:
-        counts = cache.by_judge()
-    except sqlite3.DatabaseError as exc:
-        raise _fail(f"{cache.path}: not a judge cache ({exc})") from None
-    finally:
-        cache.close()
+    counts: dict[str, int] = _cache_query(cache, lambda c: c.by_judge())
     written = dt.datetime.fromtimestamp(cache.path.stat().st_mtime, dt.UTC)
     _echo(
         f"judge cache: {cache.path} ({sum(counts.values()):,} answers, "
@@ -772,18 +778,11 @@ def cache_show(path: CacheFile = None) -> None:
 @cache_app.command("clear")
 def cache_clear(path: CacheFile = None) -> None:
     """Remove every stored judge answer (the next runs ask the judges again)."""
-    import sqlite3
-
     cache = _open_cache(path)
     if cache is None:
         _echo("judge cache: nothing to clear")
         return
-    try:
-        removed = cache.clear()
-    except sqlite3.DatabaseError as exc:
-        raise _fail(f"{cache.path}: not a judge cache ({exc})") from None
-    finally:
-        cache.close()
+    removed: int = _cache_query(cache, lambda c: c.clear())
     _echo(f"judge cache: removed {removed:,} answers from {cache.path}")
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Family
-from redjury.inputs import MAX_REPORTED_ERRORS, InputError, InputSet, LineError, path_problem
+from redjury.inputs import InputError, InputSet, LineError, check_inputs, path_problem
 
 
 @dataclass
@@ -50,18 +51,7 @@ def plan_run(paths: list[Path], config: RunConfig, *, skip_bad_lines: bool = Fal
 
 
 def _count_inputs(inputs: InputSet, plan: RunPlan) -> None:
-    seen: set[int] = set()
-    for rec in inputs.records():
-        err = rec.error
-        if err is None and rec.attempt is not None:
-            key = hash(rec.attempt.id)
-            if key in seen:
-                err = LineError(rec.path, rec.line, "id", f"duplicate id {rec.attempt.id!r}")
-            else:
-                seen.add(key)
-                plan.attempts += 1
-                plan.outputs += sum(1 for o in rec.attempt.outputs if o is not None)
-        if err is not None:
-            plan.total_bad += 1
-            if len(plan.bad_lines) < MAX_REPORTED_ERRORS:
-                plan.bad_lines.append(err)
+    def count(attempt: Attempt) -> None:
+        plan.outputs += sum(1 for o in attempt.outputs if o is not None)
+
+    plan.attempts, plan.bad_lines, plan.total_bad = check_inputs(inputs, count)

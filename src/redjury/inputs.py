@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import mmap
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -770,8 +770,11 @@ def _key_not_text(item: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def check_inputs(inputs: AttemptSource) -> tuple[int, list[LineError], int]:
-    """First pass: count good attempts, collect bad lines (duplicate ids included).
+def check_inputs(
+    inputs: AttemptSource, on_attempt: Callable[[Attempt], None] | None = None
+) -> tuple[int, list[LineError], int]:
+    """First pass: count good attempts, collect bad lines (duplicate ids included);
+    `on_attempt` sees each good attempt.
 
     Returns (good attempts, first errors, total errors). Only a hash per id is kept, so
     memory stays small for millions of attempts.
@@ -789,6 +792,8 @@ def check_inputs(inputs: AttemptSource) -> tuple[int, list[LineError], int]:
             else:
                 seen.add(key)
                 good += 1
+                if on_attempt is not None:
+                    on_attempt(rec.attempt)
         if err is not None:
             total_errors += 1
             if len(errors) < MAX_REPORTED_ERRORS:

@@ -44,12 +44,14 @@ def judge_caches(detectors: Iterable[Detector]) -> list[Any]:
 
 def _cache_entry(cache: Any) -> dict[str, Any]:
     path: Path = cache.path
-    exists = path.is_file()
+    entries = len(cache) if path.is_file() else 0
+    # An empty cache has no date: the run itself may have just made the file (it opens the
+    # cache when its judges are built).
     return {
         "kind": "judge_cache",
         "file": str(path),
-        "date": _mtime(path) if exists else None,
-        "entries": len(cache) if exists else 0,
+        "date": _mtime(path) if entries else None,
+        "entries": entries,
     }
 
 
