@@ -170,6 +170,7 @@ def test_import_redjury_does_not_import_the_service():
     code = (
         "import sys, redjury; "
         "assert 'redjury.service' not in sys.modules, 'service'; "
+        "assert 'redjury.integrations' not in sys.modules, 'integrations'; "
         "assert 'aiohttp.web' not in sys.modules, 'aiohttp.web'"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
