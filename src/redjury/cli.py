@@ -554,10 +554,14 @@ def serve(
         client_concurrency=client_concurrency, drain_seconds=drain_seconds,
         use_cache=not no_cache, preflight=not no_preflight,
     )  # fmt: skip
+    from redjury.judges.preflight import PreflightError
+
     try:
         run_service(cfg, settings, lambda line: typer.echo(f"redjury serve: {line}", err=True))
     except OSError as exc:
         raise _fail(f"--host {host} --port {port}: {exc.strerror or exc}") from None
+    except PreflightError as exc:
+        raise _fail(str(exc)) from None
 
 
 @detectors_app.command("list")

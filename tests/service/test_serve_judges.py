@@ -102,3 +102,18 @@ async def test_a_client_past_its_concurrency_limit_is_answered_429(serve, judge_
     assert status == 429 and body["error"]["param"] == "(client)"
     status, _ = await first
     assert status == 200
+
+
+def test_a_judge_that_fails_its_preflight_stops_the_service_before_it_listens(serve):
+    closed = FaultServer().start()
+    url = closed.openai_url
+    closed.stop()  # nothing listens there now
+    service = serve(_panel_at(url), ready=False)
+    assert service.proc.wait(timeout=120) == 2
+    stderr = service.stderr()
+    assert "redjury: error:" in stderr and "127.0.0.1" in stderr
+    assert "listening on" not in stderr
+
+
+def _panel_at(url: str) -> dict[str, Any]:
+    return {"evaluation": {"judges": [judge(url, timeout=2)], "max_retries": 0}}
