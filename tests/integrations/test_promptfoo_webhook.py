@@ -35,27 +35,28 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_promptfoo_fails_the_leaking_test_and_redjury_reads_its_results(tmp_path: Path):
-    service = ServeProcess(tmp_path, None, []).wait_ready()
-    webhook = [{"type": "webhook", "value": service.url + "/v1/promptfoo"}]
-    config = {
-        "description": "redjury as promptfoo's webhook assertion",
-        "prompts": ["{{reply}}"],
-        "providers": ["echo"],
-        "tests": [{"vars": {"reply": text}, "assert": webhook} for text in (LEAK, REFUSAL)],
-    }
-    (tmp_path / "promptfooconfig.yaml").write_text(json.dumps(config))
-    out = tmp_path / "results.json"
-    env = {
-        **os.environ,
-        "PROMPTFOO_CONFIG_DIR": str(tmp_path / "promptfoo-home"),
-        "PROMPTFOO_DISABLE_TELEMETRY": "1",
-        "PROMPTFOO_DISABLE_UPDATE": "1",
-    }
-    cmd = [promptfoo_cli() or "promptfoo", "eval", "-c", "promptfooconfig.yaml", "-o", str(out)]
-    done = subprocess.run(
-        [*cmd, "--no-cache"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert service.stop() == 0
+    with ServeProcess(tmp_path, None, []) as service:
+        service.wait_ready()
+        webhook = [{"type": "webhook", "value": service.url + "/v1/promptfoo"}]
+        config = {
+            "description": "redjury as promptfoo's webhook assertion",
+            "prompts": ["{{reply}}"],
+            "providers": ["echo"],
+            "tests": [{"vars": {"reply": text}, "assert": webhook} for text in (LEAK, REFUSAL)],
+        }
+        (tmp_path / "promptfooconfig.yaml").write_text(json.dumps(config))
+        out = tmp_path / "results.json"
+        env = {
+            **os.environ,
+            "PROMPTFOO_CONFIG_DIR": str(tmp_path / "promptfoo-home"),
+            "PROMPTFOO_DISABLE_TELEMETRY": "1",
+            "PROMPTFOO_DISABLE_UPDATE": "1",
+        }
+        cmd = [promptfoo_cli() or "promptfoo", "eval", "-c", "promptfooconfig.yaml", "-o", str(out)]
+        done = subprocess.run(
+            [*cmd, "--no-cache"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert service.stop() == 0
     assert out.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
     results = json.loads(out.read_text())["results"]
     success = {r["vars"]["reply"]: r["success"] for r in results["results"]}

@@ -4,7 +4,6 @@ never safe, one cache serves every client, SIGTERM drains, a client's excess is 
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -86,11 +85,11 @@ async def test_sigterm_drains_the_request_in_flight(serve, judge_server):
     service = serve(_panel(judge_server), "--no-preflight")
     pending = asyncio.create_task(_post(service.url + "/v1/judge", {"attempts": [ATTEMPT]}))
     await _until(lambda: judge_server.count >= 1)
-    service.proc.send_signal(signal.SIGTERM)
+    service.terminate()
     status, body = await pending
     assert status == 200
     assert body["attempts"][0]["verdicts"]["judge_panel"] == ["HELD"]
-    assert await asyncio.to_thread(service.stop) == 0
+    assert await asyncio.to_thread(service.stop) == 0, service.stderr()
 
 
 async def test_a_client_past_its_concurrency_limit_is_answered_429(serve, judge_server):

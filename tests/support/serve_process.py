@@ -38,6 +38,7 @@ class ServeProcess:
         env = {**os.environ, "SERVE_TOKEN": TOKEN, "REDJURY_CACHE_DIR": str(folder / "cache")}
         self.stderr_path = folder / "serve.stderr"
         self._stderr = self.stderr_path.open("w")
+        self._terminated = False
         self.proc = subprocess.Popen(
             cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=self._stderr
         )
@@ -55,12 +56,25 @@ class ServeProcess:
                 time.sleep(0.1)
         raise AssertionError(f"redjury serve did not start: {self.stderr()}")
 
-    def stop(self) -> int:
-        if self.proc.poll() is None:
+    def terminate(self) -> None:
+        """SIGTERM, once: a second one while it drains would stop the drain."""
+        if not self._terminated and self.proc.poll() is None:
+            self._terminated = True
             self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self) -> int:
+        self.terminate()
         code = self.proc.wait(timeout=120)
         self._stderr.close()
         return code
+
+    def __enter__(self) -> ServeProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.stop()
 
     def stderr(self) -> str:
         return self.stderr_path.read_text()
