@@ -651,6 +651,72 @@ def source_relation(scoring_type: Any) -> dict[str, Any]:
     return out
 
 
+@app.command()
+def serve(
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="YAML config (as for `redjury run`).")
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on.", min=1, max=65535)
+    ] = 8321,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env", help="Environment variable holding the bearer token clients must send."
+        ),
+    ] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option("--max-body-bytes", min=1, help="Largest request body (413 above).")
+    ] = 1 << 20,
+    max_batch: Annotated[
+        int, typer.Option("--max-batch", min=1, help="Most attempts or inputs per request.")
+    ] = 256,
+    client_concurrency: Annotated[
+        int,
+        typer.Option(
+            "--client-concurrency", min=1, help="Requests in flight per client (429 above)."
+        ),
+    ] = 16,
+    drain_seconds: Annotated[
+        float, typer.Option("--drain-seconds", min=0, help="How long SIGTERM waits for requests.")
+    ] = 30.0,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the judge cache.")] = False,
+    no_preflight: Annotated[
+        bool, typer.Option("--no-preflight", help="Do not ask each judge server once at start.")
+    ] = False,
+) -> None:
+    """Serve the detectors and judge panel over HTTP: /v1/judge, /v1/moderations, /v1/promptfoo."""
+    from redjury.service.app import ServeSettings, is_loopback, run_service
+
+    token = None
+    if token_env is not None:
+        token = os.environ.get(token_env) or None
+        if token is None:
+            raise _fail(f"--token-env {token_env}: the environment variable is unset or empty")
+    elif not is_loopback(host):
+        raise _fail(f"--host {host}: without --token-env the service listens on loopback only")
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        raise _fail("\n".join(exc.messages)) from None
+    if token is None:
+        typer.echo("redjury serve: no --token-env: no auth, loopback only", err=True)
+    settings = ServeSettings(
+        host=host, port=port, token=token, max_body_bytes=max_body_bytes, max_batch=max_batch,
+        client_concurrency=client_concurrency, drain_seconds=drain_seconds,
+        use_cache=not no_cache, preflight=not no_preflight,
+    )  # fmt: skip
+    from redjury.judges.preflight import PreflightError
+
+    try:
+        run_service(cfg, settings, lambda line: typer.echo(f"redjury serve: {line}", err=True))
+    except OSError as exc:
+        raise _fail(f"--host {host} --port {port}: {exc.strerror or exc}") from None
+    except PreflightError as exc:
+        raise _fail(str(exc)) from None
+
+
 @detectors_app.command("list")
 def detectors_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,

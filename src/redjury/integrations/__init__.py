@@ -1,0 +1,1 @@
+"""redjury inside other tools' runs (inspect_ai); each module needs its tool's extra."""
