@@ -37,20 +37,26 @@ def failing(attempts: dict[str, Attempt], prefix: str) -> int:
     )
 
 
+# Starts the measured command and prints its peak RSS (KB). A process's peak counts the
+# memory of the process it was started from (exec keeps the larger of the two), so the
+# command is started from this small process, never from the test run itself (which grows
+# to gigabytes over the suite).
+_MEASURE = """
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, *sys.argv[1:]], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = os.waitstatus_to_exitcode(status)
+print(usage.ru_maxrss)
+sys.exit(child.returncode)
+"""
+
+
 def peak_rss_mb(*argv: str | Path, env: dict[str, str] | None = None) -> tuple[int, str, float]:
     """(exit status, stderr, peak resident MB) of `python ARGV...` in its own process."""
-    proc = subprocess.Popen(
-        [sys.executable, *map(str, argv)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *map(str, argv)],
+        capture_output=True,
         text=True,
         env={**os.environ, "NO_COLOR": "1", **(env or {})},
     )
-    assert proc.stderr is not None
-    with proc.stderr:
-        stderr = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    # Known to Popen as reaped: else, once collected, it is polled again by its pid, which
-    # a later child may have been given by then (and reaped from under its own wait).
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, stderr, usage.ru_maxrss / 1024
+    return proc.returncode, proc.stderr, int(proc.stdout.split()[-1]) / 1024

@@ -51,10 +51,18 @@ def write_inputs(tmp_path: Path, kind: str, server: Any, **scoring: Any) -> tupl
     return attempts, config
 
 
-def cli_run(tmp_path: Path, attempts: Path, config: Path, *flags: str) -> Path:
+def cli_run(
+    tmp_path: Path, attempts: Path, config: Path, *flags: str, judges_fail: bool = False
+) -> Path:
+    """The run's report folder; `judges_fail`: every vote abstains, so the run says so and
+    exits 5 (the report is written all the same)."""
     out = tmp_path / "cli"
     result = run(tmp_path, attempts, "--config", config, "--out", out, "--no-preflight", *flags)
-    assert result.returncode in (0, 1), result.stderr
+    if judges_fail:
+        assert result.returncode == 5, result.stderr
+        assert "the judges failed" in result.stderr
+    else:
+        assert result.returncode in (0, 1), result.stderr
     return out
 
 
@@ -125,7 +133,7 @@ def test_a_judge_answering_only_500_is_never_counted_safe(parsing, server, tmp_p
     data = json.loads(config.read_text())
     data["evaluation"] |= {"max_retries": 0, "retry_base_delay": 0.01}
     config.write_text(json.dumps(data))
-    out = cli_run(tmp_path, attempts, config, "--no-cache")
+    out = cli_run(tmp_path, attempts, config, "--no-cache", judges_fail=True)
     [row] = [r for r in rows(out, "eval") if r["detector"] == "judge_panel"]
     for mode in ("redjury", "upstream"):
         counts = row["counting"][mode]
@@ -142,7 +150,7 @@ def test_an_unreadable_answer_still_counts_as_its_source_counts_it(server, tmp_p
     """The judge answered (unreadably): redjury counting leaves it out, upstream counts a no."""
     server.set_script(always(Reply("Maybe")))
     attempts, config = write_inputs(tmp_path, "harmbench", server, parsing="redjury")
-    out = cli_run(tmp_path, attempts, config, "--no-cache")
+    out = cli_run(tmp_path, attempts, config, "--no-cache", judges_fail=True)
     [row] = [r for r in rows(out, "eval") if r["detector"] == "judge_panel"]
     assert row["counting"]["redjury"]["nones"] == 2
     assert (row["counting"]["upstream"]["passed"], row["counting"]["upstream"]["nones"]) == (2, 0)

@@ -214,8 +214,9 @@ class GuardrailDetector(Detector):
         return self.detect(attempt)
 
     def close(self) -> None:
-        """Close a guardrail that holds resources (Llama Guard's HTTP client and loop thread)."""
-        close = getattr(self.guardrail, "close", None)
+        """Close a guardrail that holds resources (Llama Guard's HTTP client and loop thread);
+        one never built (a refused run) is not built to be closed."""
+        close = getattr(self._guardrail, "close", None)
         if callable(close):
             close()
 
