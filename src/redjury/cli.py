@@ -45,6 +45,27 @@ detectors_app = typer.Typer(
 )
 app.add_typer(detectors_app, name="detectors")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from redjury import __version__
+
+        typer.echo(f"redjury {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Judge what an LLM target said: detectors, judge panels, attack-success rates with intervals."""
+
+
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_AUDIT, EXIT_GATE, EXIT_JUDGES = 0, 1, 2, 3, 4, 5
 
 
