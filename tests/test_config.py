@@ -1,4 +1,4 @@
-"""The run configuration: seed examples load, errors name their key path, the README reference is generated."""
+"""The run configuration: seed examples load, errors name their key path."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import yaml
 from redjury_testing import REPO, redjury
 
-from redjury.config import ConfigError, load_config, parse_config, reference_markdown
+from redjury.config import ConfigError, load_config, parse_config
 
 SEED_ONE_JUDGE = """
 evaluation:
@@ -179,11 +179,6 @@ def test_example_config_loads_and_shows_every_field() -> None:
     cfg = load_config(REPO / "examples" / "redjury.yaml")
     raw = yaml.safe_load((REPO / "examples" / "redjury.yaml").read_text())
     assert _missing_fields(cfg, raw, "") == []
-
-
-def test_readme_holds_the_generated_configuration_reference() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert reference_markdown() in readme, "regenerate with: python -m redjury.docs"
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The bundled example, end to end: eval rows and terminal text pinned, and shown verbatim in the README.
+"""The bundled example, end to end: eval rows and terminal text pinned, shown verbatim in the
+README and the getting-started page.
 
 Regenerate after an intended change with `REDJURY_UPDATE_GOLDEN=1 pytest tests/test_golden.py`.
 """
@@ -36,18 +37,18 @@ def test_example_eval_rows_match_the_snapshot(tmp_path: Path) -> None:
     _check("example_eval.json", json.dumps(evals, indent=1, sort_keys=True) + "\n")
 
 
-def test_example_terminal_text_matches_the_snapshot_and_the_readme(tmp_path: Path) -> None:
+def test_example_terminal_text_matches_the_snapshot_the_readme_and_the_docs(
+    tmp_path: Path,
+) -> None:
     _, text = _run(tmp_path)
     _check("example_terminal.txt", text)
-    readme_path = REPO / "README.md"
-    readme = readme_path.read_text(encoding="utf-8")
     block = f"{START}\n```\n{text}```\n{END}"
-    if UPDATE:
-        head, _, rest = readme.partition(START)
-        _, _, tail = rest.partition(END)
-        readme_path.write_text(head + block + tail, encoding="utf-8")
-        readme = readme_path.read_text(encoding="utf-8")
-    assert block in readme
+    for page in (REPO / "README.md", REPO / "docs" / "getting-started.md"):
+        if UPDATE:
+            head, _, rest = page.read_text(encoding="utf-8").partition(START)
+            _, _, tail = rest.partition(END)
+            page.write_text(head + block + tail, encoding="utf-8")
+        assert block in page.read_text(encoding="utf-8"), page.name
 
 
 def test_narrow_output_prints_each_probe_once_and_keeps_the_records(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def _paths_or_source(attempts: Attempts) -> tuple[list[Path], AttemptSource | No
 class Results:
     """What a run found: attempt rows, eval rows with intervals, hitlog, audit, summary.
 
-    Rows are plain dicts in the report's JSONL shape (see the README's "Reading the
+    Rows are plain dicts in the report's JSONL shape (see the docs' "Reading the
     results"); `attempts` holds one per attempt with `detector_results`, `verdicts` and
     (redacted) `evidence`. A run written to a folder is read back only when asked.
     """
@@ -215,7 +215,7 @@ async def aevaluate(
     before judging. Raises `InputError` for bad input (unless `skip_bad_lines`),
     `ConfigError` for a bad config, `RunError` when the run cannot go on (a judge that fails
     its preflight included). `engine="ray"` runs on Ray (`ray_address`: None starts a local
-    Ray, `"auto"` joins a cluster; see the README's Ray section). `workers`: processes that
+    Ray, `"auto"` joins a cluster; see the docs' Ray guide). `workers`: processes that
     read and score a large JSONL input when no judge runs (None: one per CPU, 1: none).
     """
     options, capture = _options(

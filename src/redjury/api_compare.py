@@ -17,7 +17,7 @@ COMPARE_NAME = "redjury.compare.jsonl"
 
 @dataclass
 class Comparison:
-    """The comparison rows of two runs (the JSONL's shape, see the README's "Comparing two
+    """The comparison rows of two runs (the JSONL's shape, see the docs' "Compare
     runs"), with the settings they were made under."""
 
     base: str

@@ -370,7 +370,7 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
 
 
 def reference_markdown() -> str:
-    """The configuration reference table of the README, generated from the models."""
+    """The configuration reference table of the docs site, generated from the models."""
     lines = ["| key | default | meaning |", "| --- | --- | --- |"]
     for key, default, meaning in _model_rows(RunConfig, ""):
         lines.append(f"| `{key}` | {default} | {meaning} |")

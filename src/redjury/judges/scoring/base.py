@@ -138,7 +138,7 @@ class ScoringType:
         "Your answer could not be read. Answer again in the required format."
     )
 
-    # How the type relates to its source (`redjury detectors list`, README): `faithful`,
+    # How the type relates to its source (`redjury detectors list`, the docs): `faithful`,
     # `upstream-fetched` (faithful with `template: upstream`) or `redjury's own variant`.
     relation: ClassVar[str] = "redjury's own variant"
     # What differs from the source in the default (redjury) mode.
