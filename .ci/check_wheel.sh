@@ -10,7 +10,9 @@ unset PYTHONPATH
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python -m build --sdist --wheel --outdir "$work/dist" . >"$work/build.log" 2>&1 \
+# The wheel is built from the unpacked sdist (build's default), as a user's pip would: what
+# the sdist lacks, the wheel lacks too, and no build/ folder in the checkout is reused.
+python -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 \
   || { cat "$work/build.log"; exit 1; }
 wheel=$(ls "$work"/dist/redjury-*.whl)
 sdist=$(ls "$work"/dist/redjury-*.tar.gz)
