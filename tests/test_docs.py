@@ -206,3 +206,18 @@ def test_the_readme_s_first_command_judges_the_bundled_example(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     assert "pii.customer_records" in proc.stdout
     assert len(list((tmp_path / "runs").glob("*/redjury.report.jsonl"))) == 1
+
+
+def _exit_codes(page: Path) -> list[int]:
+    text = page.read_text(encoding="utf-8")
+    table = text[text.index("| code | meaning |") :].split("\n\n", 1)[0]
+    return [int(row.split("|")[1]) for row in table.splitlines()[2:]]
+
+
+def test_the_readme_s_exit_codes_are_the_reference_s_and_the_program_s() -> None:
+    from redjury import cli
+
+    codes = _exit_codes(README)
+    assert codes == _exit_codes(DOCS / "reference" / "exit-codes.md")
+    constants = {v for k, v in vars(cli).items() if k.startswith("EXIT_") and isinstance(v, int)}
+    assert constants <= set(codes) and {129, 130, 143} <= set(codes)
