@@ -158,7 +158,6 @@ def test_comparison_rows_are_typed(tmp_path: Path) -> None:
 LABELS = [v.value for v in redjury.Verdict]
 
 
-@redjury.detectors.register
 class _Scripted(redjury.Detector):
     """Gives the score and label the attempt's notes ask for, agreeing or not."""
 
@@ -172,9 +171,12 @@ class _Scripted(redjury.Detector):
         return redjury.Finding(score, redjury.Verdict(label))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _unregister() -> Iterator[None]:
-    yield
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[str]:
+    """`_Scripted` in the registry for this module's tests only (the registry is the
+    process's: the registry's and the docs' tests must not see it)."""
+    redjury.detectors.register(_Scripted)
+    yield _Scripted.name
     from redjury.detectors.registry import _DETECTORS
 
     _DETECTORS._classes.pop(_Scripted.name, None)
@@ -191,7 +193,7 @@ POLICIES = st.sampled_from(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(findings=FINDINGS, policy=POLICIES)
 def test_detect_evaluate_and_the_hitlog_agree_on_every_score_and_label(
-    findings: list[tuple[float | None, str]], policy: tuple[dict[str, Any], Any]
+    scripted: str, findings: list[tuple[float | None, str]], policy: tuple[dict[str, Any], Any]
 ) -> None:
     spec, evaluator = policy
     attempts = [
@@ -199,14 +201,12 @@ def test_detect_evaluate_and_the_hitlog_agree_on_every_score_and_label(
         for i, (score, label) in enumerate(findings)
     ]
     detected = {
-        a["id"]: redjury.detect("reply", [_Scripted.name], evaluator=evaluator, notes=a["notes"])[
-            _Scripted.name
+        a["id"]: redjury.detect("reply", [scripted], evaluator=evaluator, notes=a["notes"])[
+            scripted
         ]
         for a in attempts
     }
-    results = redjury.evaluate(
-        attempts, {"detectors": [{"type": _Scripted.name}], "evaluator": spec}
-    )
+    results = redjury.evaluate(attempts, {"detectors": [{"type": scripted}], "evaluator": spec})
     failed = {i for i, d in detected.items() if d.failed}
     assert failed == {h["attempt_id"] for h in results.hitlog}
     [row] = results.evals
@@ -217,14 +217,14 @@ def test_detect_evaluate_and_the_hitlog_agree_on_every_score_and_label(
         assert d.failed == (output_failed(score, evaluator) is True)
 
 
-def test_a_score_of_point_six_labelled_held_fails_everywhere() -> None:
+def test_a_score_of_point_six_labelled_held_fails_everywhere(scripted: str) -> None:
     # The issue's case: "not failed" for detect() once, one fail and a hitlog row for evaluate().
     notes = {"scripted": [0.6, "HELD"]}
-    found = redjury.detect("reply", [_Scripted.name], notes=notes)[_Scripted.name]
+    found = redjury.detect("reply", [scripted], notes=notes)[scripted]
     assert found.failed and not found.passed and found.verdict == "HELD"
     results = redjury.evaluate(
         [{"id": "x", "outputs": ["reply"], "notes": notes}],
-        {"detectors": [{"type": _Scripted.name}]},
+        {"detectors": [{"type": scripted}]},
     )
     assert [h["attempt_id"] for h in results.hitlog] == ["x"]
 
@@ -236,6 +236,15 @@ def test_the_vectorised_rule_is_the_rule(scores: list[float], policy: tuple[Any,
     evaluator = policy[1]
     got = failing_scores(evaluator)(np.array(scores))
     assert list(got) == [output_failed(s, evaluator) for s in scores]
+
+
+def test_summary_markdown_is_the_commands(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    redjury.evaluate(EXAMPLE, {"reporting": {"seed": 1}}, out=out)
+    cli = run_cli("summary", out, "--markdown", tmp_path / "cli.md")
+    assert cli.returncode == 0, cli.stderr
+    redjury.print_summary(out, markdown=tmp_path / "api.md")
+    assert (tmp_path / "api.md").read_bytes() == (tmp_path / "cli.md").read_bytes()
 
 
 def test_in_memory_rows_equal_the_files_rows(tmp_path: Path) -> None:

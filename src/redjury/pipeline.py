@@ -1189,7 +1189,7 @@ class Run:
 
     def _exit_code(self) -> int:
         """5 when judges failed (unless abstentions are allowed), else 0; the CI gates are
-        applied after the run (redjury.report.outputs)."""
+        applied after the run, by every face alike (`redjury.api.finish_job`)."""
         if self.judge_failures and not self.config.reporting.allow_abstentions:
             return EXIT_JUDGES_FAILED
         return 0
