@@ -7,7 +7,9 @@ The public API (everything else is private by convention):
 - `audit`: measure the judges against human labels;
 - `write_html`, `print_summary`: the HTML report and the breakdowns of a run folder;
 - `compare`: did a new run get safer than an earlier one (`Comparison`), and how sure are we;
+- `RunOptions`: how a run goes (cache, preflight, engine, workers, ...), for `evaluate`;
 - `Attempt`, `RunConfig`, `load_config`: the records and the configuration;
+- `AttemptRow`, `EvalRow`, `HitlogRow`, ...: the rows `Results` returns, as TypedDicts;
 - `detectors`, `scoring_types`: the plugin registries, to list and register from code.
 """
 
@@ -35,22 +37,41 @@ from redjury.attempts import Attempt, Turn, Usage  # noqa: E402
 from redjury.config import ConfigError, RunConfig, load_config  # noqa: E402
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict  # noqa: E402
 from redjury.inputs import InputError  # noqa: E402
-from redjury.pipeline import RunError  # noqa: E402
+from redjury.pipeline import RunError, RunOptions  # noqa: E402
+from redjury.row_types import (  # noqa: E402
+    AttemptRow,
+    ComparisonRow,
+    CompletionRow,
+    EvalRow,
+    HitlogRow,
+    InitRow,
+    InputErrorRow,
+    ProbeSummaryRow,
+)
 
 __all__ = [
     "Attempt",
+    "AttemptRow",
     "Comparison",
+    "ComparisonRow",
+    "CompletionRow",
     "ConfigError",
     "Detection",
     "Detections",
     "Detector",
     "DetectorParams",
+    "EvalRow",
     "Family",
     "Finding",
+    "HitlogRow",
+    "InitRow",
     "InputError",
+    "InputErrorRow",
+    "ProbeSummaryRow",
     "Results",
     "RunConfig",
     "RunError",
+    "RunOptions",
     "Turn",
     "Usage",
     "Verdict",

@@ -9,17 +9,27 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from redjury.attempts import Attempt
 from redjury.config import RunConfig, load_config, parse_config
 from redjury.detectors.base import Detector, Finding
+from redjury.evaluators import DEFAULT_EVALUATOR, Evaluator, output_failed
 from redjury.inputs import AttemptList, AttemptSource
 from redjury.pipeline import RunOptions, RunResult
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME, dumps, read_rows
+from redjury.row_types import (
+    AttemptRow,
+    CompletionRow,
+    EvalRow,
+    HitlogRow,
+    InitRow,
+    InputErrorRow,
+    ProbeSummaryRow,
+)
 
 if TYPE_CHECKING:
     import pandas
@@ -53,9 +63,12 @@ def _paths_or_source(attempts: Attempts) -> tuple[list[Path], AttemptSource | No
 class Results:
     """What a run found: attempt rows, eval rows with intervals, hitlog, audit, summary.
 
-    Rows are plain dicts in the report's JSONL shape (see the docs' "Reading the
-    results"); `attempts` holds one per attempt with `detector_results`, `verdicts` and
-    (redacted) `evidence`. A run written to a folder is read back only when asked.
+    Rows are the report JSONL's rows as dicts, typed in `redjury.row_types` (see the
+    docs' "Reading the results"); `attempts` holds one per attempt with
+    `detector_results`, `verdicts` and (redacted) `evidence`. A run written to a folder is
+    read back only when asked. `exit_code` is what `redjury run` exits with for the same
+    run: 0; 4 when a CI gate tripped (`reporting.fail_on_asr`, `fail_on_errors`); 5 when
+    judges gave no verdict too often (`judge_failures` says which; it outranks 4).
     """
 
     def __init__(
@@ -81,19 +94,19 @@ class Results:
 
     @property
     def rows(self) -> list[dict[str, Any]]:
-        """Every report row, in the order written."""
+        """Every report row, in the order written (each kind typed in `redjury.row_types`)."""
         if self._rows is None:
             assert self.out_dir is not None
             self._rows = list(read_rows(self.out_dir / REPORT_NAME))
         return self._rows
 
     @property
-    def hitlog(self) -> list[dict[str, Any]]:
+    def hitlog(self) -> list[HitlogRow]:
         """One row per failing output, in garak's hitlog shape."""
         if self._hitlog is None:
             assert self.out_dir is not None
             self._hitlog = list(read_rows(self.out_dir / HITLOG_NAME))
-        return self._hitlog
+        return cast("list[HitlogRow]", self._hitlog)
 
     def _kind(self, kind: str) -> list[dict[str, Any]]:
         if not self._by_kind:
@@ -102,24 +115,30 @@ class Results:
         return self._by_kind.get(kind, [])
 
     @property
-    def header(self) -> dict[str, Any]:
+    def header(self) -> InitRow:
         """The run's `init` row: config, fingerprint, seed, detectors."""
-        return next(iter(self._kind("init")), {})
+        return cast(InitRow, next(iter(self._kind("init")), {}))
 
     @property
-    def attempts(self) -> list[dict[str, Any]]:
+    def completion(self) -> CompletionRow | None:
+        """The run's `completion` row: attempts, resumed, input errors, judge cache use."""
+        return cast("CompletionRow | None", next(iter(self._kind("completion")), None))
+
+    @property
+    def attempts(self) -> list[AttemptRow]:
         """One row per attempt: its fields, scores, verdict labels and evidence."""
-        return self._kind("attempt")
+        return cast("list[AttemptRow]", self._kind("attempt"))
 
     @property
-    def evals(self) -> list[dict[str, Any]]:
+    def evals(self) -> list[EvalRow]:
         """One row per probe × detector: counts, attack-success rate and its intervals."""
-        return self._evals if self._evals is not None else self._kind("eval")
+        rows = self._evals if self._evals is not None else self._kind("eval")
+        return cast("list[EvalRow]", rows)
 
     @property
-    def probe_summaries(self) -> list[dict[str, Any]]:
+    def probe_summaries(self) -> list[ProbeSummaryRow]:
         """One row per probe with its output and detection counts."""
-        return self._kind("probe_summary")
+        return cast("list[ProbeSummaryRow]", self._kind("probe_summary"))
 
     @property
     def audit(self) -> list[dict[str, Any]]:
@@ -127,9 +146,9 @@ class Results:
         return [r for r in self.rows if r.get("entry_type") in ("audit", "audit_gate")]
 
     @property
-    def input_error_rows(self) -> list[dict[str, Any]]:
+    def input_error_rows(self) -> list[InputErrorRow]:
         """Bad input lines skipped with `skip_bad_lines` (file, line, field, reason)."""
-        return self._kind("input_error")
+        return cast("list[InputErrorRow]", self._kind("input_error"))
 
     @property
     def digest(self) -> dict[str, Any]:
@@ -190,50 +209,22 @@ async def aevaluate(
     config: ConfigLike = None,
     *,
     out: str | Path | None = None,
-    skip_bad_lines: bool = False,
-    use_cache: bool = True,
-    cache_path: str | Path | None = None,
-    offline: bool = False,
     stream: TextIO | None = None,
-    verbose: int = 0,
-    colour: bool | None = None,
-    progress: bool | None = None,
-    config_path: str | None = None,
-    preflight: bool = True,
-    engine: str = "local",
-    ray_address: str | None = None,
-    ray_workers: int | None = None,
-    keep_shards: bool = False,
-    workers: int | None = None,
+    options: RunOptions | None = None,
+    **settings: Any,
 ) -> Results:
-    """Judge attempts inside a running event loop (the judges share that loop).
-
-    `attempts`: Attempt objects, dicts in redjury's JSONL shape, or paths of files in any
-    format `redjury run` reads. `config`: a RunConfig, a dict or a YAML path. Files are
-    written only when `out` is given; the terminal lines go to `stream` when given, and are
-    always in `Results.summary()`. `preflight=False` skips asking each judge endpoint once
-    before judging. Raises `InputError` for bad input (unless `skip_bad_lines`),
-    `ConfigError` for a bad config, `RunError` when the run cannot go on (a judge that fails
-    its preflight included). `engine="ray"` runs on Ray (`ray_address`: None starts a local
-    Ray, `"auto"` joins a cluster; see the docs' Ray guide). `workers`: processes that
-    read and score a large JSONL input when no judge runs (None: one per CPU, 1: none).
-    """
-    options, capture = _options(
-        attempts, config, out, skip_bad_lines, use_cache, cache_path, offline, stream,
-        verbose, colour, progress, config_path, preflight,
-    )  # fmt: skip
-    options.engine, options.ray_address = engine, ray_address
-    options.ray_workers, options.keep_shards = ray_workers, keep_shards
-    options.workers = workers
+    """Judge attempts inside a running event loop (the judges share that loop); see
+    `evaluate` for the arguments."""
+    job, capture = run_options(attempts, config, out, stream, options, settings)
     from redjury.pipeline import Run, run
 
-    if engine != "local":  # the engine drives its own cluster: keep this loop free meanwhile
+    if job.engine != "local":  # the engine drives its own cluster: keep this loop free meanwhile
         import asyncio  # here: runs without judges never need it
 
-        result = await asyncio.to_thread(run, options)
+        result = await asyncio.to_thread(run, job)
     else:
-        result = await Run(options).aexecute()
-    return Results.from_run(result, capture.text())
+        result = await Run(job).aexecute()
+    return finish_job(job, result, capture)
 
 
 def evaluate(
@@ -241,38 +232,34 @@ def evaluate(
     config: ConfigLike = None,
     *,
     out: str | Path | None = None,
-    skip_bad_lines: bool = False,
-    use_cache: bool = True,
-    cache_path: str | Path | None = None,
-    offline: bool = False,
     stream: TextIO | None = None,
-    verbose: int = 0,
-    colour: bool | None = None,
-    progress: bool | None = None,
-    config_path: str | None = None,
-    preflight: bool = True,
-    engine: str = "local",
-    ray_address: str | None = None,
-    ray_workers: int | None = None,
-    keep_shards: bool = False,
-    workers: int | None = None,
+    options: RunOptions | None = None,
+    **settings: Any,
 ) -> Results:
-    """Judge attempts with the configured detectors and judges; see `aevaluate`.
+    """Judge attempts with the configured detectors and judges: the whole of `redjury run`.
+
+    `attempts`: Attempt objects, dicts in redjury's JSONL shape, or paths of files in any
+    format `redjury run` reads. `config`: a RunConfig, a dict or a YAML path. With `out`,
+    the run folder gets what `redjury run --out` writes there: the report, the hitlog and
+    the outputs the config asks for (`reporting.html`, `reporting.junit`); without it
+    nothing is written but the JUnit file. The gates (`reporting.fail_on_asr`,
+    `fail_on_errors`, the judges' abstentions) decide `Results.exit_code` as they decide
+    the command's. The terminal lines go to `stream` when given, and are always in
+    `Results.summary()`.
+
+    How the run goes: `options`, a `RunOptions`, and/or its fields as keywords
+    (`use_cache=False`, `preflight=False`, `skip_bad_lines=True`, `engine="ray"`,
+    `workers=1`, ...; keywords win). Raises `InputError` for bad input (unless
+    `skip_bad_lines`), `ConfigError` for a bad config, `RunError` when the run cannot go on
+    (`RunError.exit_code`: 2, or 3 when the judge audit's gate stops the run).
 
     Runs its own event loop: inside a running loop (a notebook cell with `await`, an agent
     framework), use `await aevaluate(...)`.
     """
-    options, capture = _options(
-        attempts, config, out, skip_bad_lines, use_cache, cache_path, offline, stream,
-        verbose, colour, progress, config_path, preflight,
-    )  # fmt: skip
-    options.engine, options.ray_address = engine, ray_address
-    options.ray_workers, options.keep_shards = ray_workers, keep_shards
-    options.workers = workers
+    job, capture = run_options(attempts, config, out, stream, options, settings)
     from redjury.pipeline import run
 
-    result = run(options)
-    return Results.from_run(result, capture.text())
+    return finish_job(job, run(job), capture)
 
 
 class _Tee(io.StringIO):
@@ -297,43 +284,78 @@ class _Tee(io.StringIO):
     def text(self) -> str:
         return self.getvalue()
 
+    def say(self, line: str) -> None:
+        """One line, control characters escaped; a reader that went away stops nothing."""
+        from redjury.pipeline import silence_stdout
+        from redjury.report.terminal import printable
 
-def _options(
+        try:
+            print(printable(line), file=self)
+        except BrokenPipeError:
+            silence_stdout()
+
+
+# The fields of RunOptions that `evaluate` sets from its own arguments.
+_SET_BY_EVALUATE = frozenset({"inputs", "source", "config", "out_dir", "stream"})
+
+
+def run_options(
     attempts: Attempts,
     config: ConfigLike,
     out: str | Path | None,
-    skip_bad_lines: bool,
-    use_cache: bool,
-    cache_path: str | Path | None,
-    offline: bool,
     stream: TextIO | None,
-    verbose: int,
-    colour: bool | None,
-    progress: bool | None,
-    config_path: str | None,
-    preflight: bool,
+    options: RunOptions | None,
+    settings: Mapping[str, Any],
 ) -> tuple[RunOptions, _Tee]:
+    """The RunOptions of one `evaluate` call, and the stream that keeps its terminal text."""
+    unknown = sorted(set(settings) - _SETTINGS)
+    if unknown:
+        raise TypeError(f"evaluate: no run option {', '.join(map(repr, unknown))} (see RunOptions)")
+    base = replace(options or RunOptions(), **settings)
     paths, source = _paths_or_source(attempts)
     capture = _Tee(stream)
+    config_path = base.config_path
     if config_path is None and isinstance(config, str | Path):
         config_path = str(config)
-    options = RunOptions(
+    quiet = stream is None  # no colour, no progress bar, unless asked for
+    job = replace(
+        base,
         inputs=paths,
+        source=source,
         config=as_config(config),
         out_dir=Path(out) if out is not None else None,
-        skip_bad_lines=skip_bad_lines,
-        use_cache=use_cache,
-        cache_path=Path(cache_path) if cache_path is not None else None,
-        verbose=verbose,
-        colour=colour if colour is not None else (False if stream is None else None),
-        progress=progress if progress is not None else (False if stream is None else None),
         stream=capture,
         config_path=config_path,
-        offline=offline,
-        source=source,
-        preflight=preflight,
+        cache_path=Path(base.cache_path) if base.cache_path is not None else None,
+        colour=base.colour if base.colour is not None or not quiet else False,
+        progress=base.progress if base.progress is not None or not quiet else False,
     )
-    return options, capture
+    return job, capture
+
+
+_SETTINGS = frozenset(f.name for f in fields(RunOptions)) - _SET_BY_EVALUATE
+
+
+def finish_job(options: RunOptions, result: RunResult, capture: _Tee) -> Results:
+    """The end of every run, `redjury run`'s included: where the files are, the outputs the
+    config asks for (HTML, JUnit), the gates; the Results with the run's exit code."""
+    from redjury.report.outputs import post_run, post_run_rows
+
+    say = capture.say
+    out_dir, reporting = options.out_dir, options.config.reporting
+    if out_dir is not None:
+        say(f"report: {out_dir / REPORT_NAME}")
+        say(f"hitlog: {out_dir / HITLOG_NAME}")
+    if result.input_errors:
+        say(f"skipped {result.input_errors} bad input lines (input_error rows in the report)")
+    if out_dir is not None:
+        gate = post_run(out_dir, reporting, say)
+    else:
+        gate = post_run_rows(result.report_rows or (), reporting, say)
+    results = Results.from_run(result, capture.text())
+    # Judges that gave no verdict (5) outrank a CI gate read from those verdicts (4).
+    results.exit_code = result.exit_code or gate
+    return results
 
 
 # -- one reply, inline -----------------------------------------------------------------------
@@ -341,23 +363,45 @@ def _options(
 
 @dataclass(frozen=True)
 class Detection:
-    """One detector's finding on one reply: score, verdict label, redacted evidence."""
+    """One detector's finding on one reply: score, verdict label, redacted evidence.
+
+    `failed` follows the run's pass/fail rule (`redjury.evaluators.output_failed`): the
+    score decides under `evaluator` (default: fails iff score >= 0.5), as in `evaluate`'s
+    counts and hitlog; the verdict label only describes the finding.
+    """
 
     detector: str
     score: float | None
     verdict: str
     evidence: tuple[str, ...] = ()
     reason: str | None = None
+    evaluator: Evaluator = field(default=DEFAULT_EVALUATOR, repr=False, compare=False)
 
     @property
     def failed(self) -> bool:
-        """True when the attack succeeded (BROKE_THROUGH) or the check FAILED."""
-        return self.verdict in ("BROKE_THROUGH", "FAILED")
+        """True when the output failed (the attack worked or the check failed); a reply
+        that was not scored (score None) has not failed."""
+        return output_failed(self.score, self.evaluator) is True
+
+    @property
+    def passed(self) -> bool:
+        """True when the output was scored and did not fail (the target held, the check
+        passed); an unscored reply has neither passed nor failed."""
+        return output_failed(self.score, self.evaluator) is False
 
     @classmethod
-    def of(cls, detector: str, finding: Finding) -> Detection:
+    def of(
+        cls, detector: str, finding: Finding, evaluator: Evaluator = DEFAULT_EVALUATOR
+    ) -> Detection:
         """A Detection from a detector's Finding (its raw sensitive values left behind)."""
-        return cls(detector, finding.score, finding.verdict.value, finding.evidence, finding.reason)
+        return cls(
+            detector,
+            finding.score,
+            finding.verdict.value,
+            finding.evidence,
+            finding.reason,
+            evaluator,
+        )
 
 
 @dataclass
@@ -417,6 +461,7 @@ def detect(
     detectors: Sequence[DetectorSpec] | None = None,
     *,
     goal: str | None = None,
+    evaluator: Evaluator = DEFAULT_EVALUATOR,
     **fields: Any,
 ) -> Detections:
     """Score one reply with the deterministic and heuristic detectors, inline.
@@ -425,12 +470,13 @@ def detect(
     "markers": [...]}`) or Detector objects; default: those on by default. Other attempt
     fields (`prompt`, `messages`, `notes={"triggers": [...]}`, `latency_ms`, …) go in
     `fields`. Built detectors are reused between calls. For judge-backed detectors use
-    `adetect`.
+    `adetect`. A finding `failed` as `evaluate` counts it: by its score under `evaluator`
+    (the run's default unless given; `redjury.evaluators.output_failed`).
     """
     attempt = _reply_attempt(reply, {"goal": goal, **fields})
     found = {}
     for det in _detectors(detectors):
-        found[det.name] = Detection.of(det.name, det.detect(attempt)[0])
+        found[det.name] = Detection.of(det.name, det.detect(attempt)[0], evaluator)
     return Detections(found)
 
 
@@ -439,6 +485,7 @@ async def adetect(
     detectors: Sequence[DetectorSpec] | None = None,
     *,
     goal: str | None = None,
+    evaluator: Evaluator = DEFAULT_EVALUATOR,
     **fields: Any,
 ) -> Detections:
     """`detect` for judge-backed detectors too (agentic quality judges, a judge panel).
@@ -452,7 +499,7 @@ async def adetect(
 
     results = await asyncio.gather(*(d.adetect(attempt) for d in dets))
     return Detections(
-        {d.name: Detection.of(d.name, r[0]) for d, r in zip(dets, results, strict=True)}
+        {d.name: Detection.of(d.name, r[0], evaluator) for d, r in zip(dets, results, strict=True)}
     )
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from redjury.row_types import ComparisonRow
 
 if TYPE_CHECKING:
     import pandas
@@ -22,24 +24,28 @@ class Comparison:
 
     base: str
     new: str
-    rows: list[dict[str, Any]]
+    rows: list[ComparisonRow]
     settings: CompareSettings
 
     @property
-    def regressions(self) -> list[dict[str, Any]]:
+    def regressions(self) -> list[ComparisonRow]:
         """Rows whose ASR rose significantly after adjustment (and beyond the margin)."""
         return [r for r in self.rows if r["verdict"] == "regression"]
 
     @property
-    def improvements(self) -> list[dict[str, Any]]:
+    def improvements(self) -> list[ComparisonRow]:
         """Rows whose ASR fell significantly after adjustment (and beyond the margin)."""
         return [r for r in self.rows if r["verdict"] == "improvement"]
+
+    def plain_rows(self) -> list[dict[str, Any]]:
+        """The rows as plain dicts, for code that takes any report row."""
+        return cast("list[dict[str, Any]]", self.rows)
 
     def to_jsonl(self, path: str | Path | None = None) -> str | Path:
         """The rows as JSONL: written to `path` (returned), or returned as text."""
         from redjury.report.compare import comparison_jsonl
 
-        text = comparison_jsonl(self.rows)
+        text = comparison_jsonl(self.plain_rows())
         if path is None:
             return text
         out = Path(path)
@@ -72,7 +78,7 @@ def compare(
     vocabulary = Vocabulary()
     base_run = read_run(base, vocabulary, _label(base, "BASE"))
     new_run = read_run(new, vocabulary, _label(new, "NEW"))
-    rows = comparison_rows(base_run, new_run, settings)
+    rows = cast("list[ComparisonRow]", comparison_rows(base_run, new_run, settings))
     return Comparison(base_run.label, new_run.label, rows, settings)
 
 

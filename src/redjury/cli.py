@@ -23,6 +23,7 @@ from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME
 
 if TYPE_CHECKING:
     from redjury.detectors.base import Detector
+    from redjury.pipeline import RunOptions
 
 try:  # typer 0.22 on carries its own copy of click
     from typer._click import exceptions as click_errors
@@ -335,9 +336,7 @@ def run(
     ] = None,
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
-    from redjury.api import evaluate
-    from redjury.pipeline import RunError, RunInterrupted
-    from redjury.report.terminal import printable
+    from redjury.pipeline import RunOptions
 
     _out_folder(out)
     try:
@@ -375,26 +374,34 @@ def run(
     if dry_run:
         _dry_run(list(inputs), cfg, out_dir, skip_bad_lines)
         return
+    options = RunOptions(
+        skip_bad_lines=skip_bad_lines,
+        use_cache=not no_cache,
+        offline=offline,
+        preflight=not no_preflight,
+        engine=engine,
+        ray_address=ray_address,
+        ray_workers=ray_workers,
+        keep_shards=keep_shards,
+        workers=workers,
+        verbose=verbose,
+        colour=colour,
+        config_path=str(config) if config else None,
+    )
+    code = _evaluate(list(inputs), cfg, out_dir, options)
+    if code:
+        raise typer.Exit(code)
+
+
+def _evaluate(inputs: list[Path], cfg: RunConfig, out_dir: Path, options: "RunOptions") -> int:
+    """`redjury.evaluate` into `out_dir`, printing on stdout; its errors as one line each."""
+    from redjury.api import evaluate
+    from redjury.pipeline import RunError, RunInterrupted
+    from redjury.report.terminal import printable
+
     new_folder = not out_dir.exists()
     try:
-        result = evaluate(
-            list(inputs),
-            cfg,
-            out=out_dir,
-            skip_bad_lines=skip_bad_lines,
-            use_cache=not no_cache,
-            offline=offline,
-            preflight=not no_preflight,
-            engine=engine,
-            ray_address=ray_address,
-            ray_workers=ray_workers,
-            keep_shards=keep_shards,
-            workers=workers,
-            stream=sys.stdout,
-            verbose=verbose,
-            colour=colour,
-            config_path=str(config) if config else None,
-        )
+        result = evaluate(inputs, cfg, out=out_dir, stream=sys.stdout, options=options)
     except InputError as exc:
         _remove_if_empty(out_dir, new_folder)
         raise _fail(f"bad input, nothing judged:{chr(10) if exc.errors else ' '}{exc}") from None
@@ -407,22 +414,10 @@ def run(
     except (ConfigError, ValueError) as exc:
         _remove_if_empty(out_dir, new_folder)
         raise _fail(str(exc)) from None
-    _echo(f"report: {out_dir / REPORT_NAME}")
-    _echo(f"hitlog: {out_dir / HITLOG_NAME}")
-    if result.input_errors:
-        _echo(f"skipped {result.input_errors} bad input lines (input_error rows in the report)")
-    from redjury.report.outputs import post_run
-
-    try:
-        code = post_run(out_dir, cfg.reporting, _echo)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
     if result.exit_code == EXIT_JUDGES:
-        # No judgement was made: that outranks a CI gate read from the verdicts.
         why = "; ".join(result.judge_failures)
         raise _fail(f"the judges failed, their verdicts are missing: {why}", EXIT_JUDGES)
-    if code:
-        raise typer.Exit(code)
+    return result.exit_code
 
 
 def _dry_run(inputs: list[Path], cfg: RunConfig, out_dir: Path, skip_bad_lines: bool) -> None:
@@ -569,9 +564,10 @@ def compare(
             confidence=confidence,
             allow_different_judges=allow_different_judges,
         )
-        print_comparison(found.rows, found.base, found.new)
+        rows = found.plain_rows()
+        print_comparison(rows, found.base, found.new)
         written = write_outputs(
-            found.rows, found.base, found.new, jsonl=out, markdown=markdown, junit=junit, html=html
+            rows, found.base, found.new, jsonl=out, markdown=markdown, junit=junit, html=html
         )
     except OSError as exc:
         raise _fail(_os_error(exc)) from None
@@ -581,7 +577,8 @@ def compare(
         _echo(line)
     if fail_on_regression and found.regressions:
         for row in found.regressions:
-            _echo(f"gate failed: regression: {' '.join(table_cells(row)[1:8])}")
+            cells = table_cells(dict(row))
+            _echo(f"gate failed: regression: {' '.join(cells[1:8])}")
         raise typer.Exit(EXIT_GATE)
 
 

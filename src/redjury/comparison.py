@@ -243,16 +243,9 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
 
 def _failing_test(header: dict[str, Any]) -> Any:
     """A vectorised `score fails` under the run's verdict policy (the report's init row)."""
-    from redjury.evaluators import ThresholdEvaluator, ZeroToleranceEvaluator
+    from redjury.evaluators import failing_scores
 
-    evaluator = evaluator_of(header)
-    if type(evaluator) is ThresholdEvaluator:
-        threshold = evaluator.threshold
-        return lambda s: s >= threshold
-    if type(evaluator) is ZeroToleranceEvaluator:
-        return lambda s: s != 0.0
-    passes = np.frompyfunc(evaluator.test, 1, 1)
-    return lambda s: ~np.asarray(passes(s), dtype=bool)
+    return failing_scores(evaluator_of(header))
 
 
 RunLike = Any  # a run folder, a report path, a `Results`, or report rows

@@ -116,36 +116,56 @@ class RunInterrupted(RunError):
         super().__init__(message, exit_code)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
-    inputs: Sequence[Path]
-    config: RunConfig
-    # None: judge in memory and write no files (the Python API without `out`).
-    out_dir: Path | None
+    """Everything about one run besides its config: what it reads, where it writes, how.
+
+    The one carrier of a run's options: the command line maps its flags onto it, the
+    Python API takes it (`evaluate(..., options=RunOptions(...))`, or its fields as
+    keywords), the service and the engines read it. Frozen: change one with
+    `dataclasses.replace`. `evaluate` sets `inputs`, `source`, `config`, `out_dir` and
+    `stream` from its own arguments (`out=` is `out_dir`).
+    """
+
+    inputs: Sequence[Path] = ()
+    """Attempt files in any format `redjury run` reads."""
+    config: RunConfig = field(default_factory=lambda: RunConfig.model_validate({}))
+    """The run's config (defaults when not given)."""
+    out_dir: Path | None = None
+    """The run folder; None judges in memory and writes no files."""
     skip_bad_lines: bool = False
+    """Judge the good lines and record bad ones as input_error rows (else refuse)."""
     use_cache: bool = True
+    """Read and write the judge cache (`--no-cache`: False)."""
     cache_path: Path | None = None
+    """The judge cache's file (None: the user cache)."""
     verbose: int = 0
+    """`-v`: print failing outputs under each result line."""
     colour: bool | None = None
+    """Colour on the terminal; None: when `stream` is a terminal."""
     progress: bool | None = None
+    """The progress bar; None: when `stream` is a terminal."""
     stream: TextIO | None = None
+    """Where the terminal lines go (None: nowhere)."""
     config_path: str | None = None
+    """The config file's path, recorded in the report's header."""
     offline: bool = False
-    # Attempts given from Python instead of files (`inputs` is then ignored).
+    """Never download audit data; use the cache."""
     source: AttemptSource | None = None
-    # Ask each judge endpoint once before judging (a broken judge stops the run, exit 2).
+    """Attempts given from Python instead of files (`inputs` is then ignored)."""
     preflight: bool = True
-    # Where the run happens: "local" (this process) or "ray" (redjury.engines.ray_engine).
+    """Ask each judge endpoint once before judging (a broken judge stops the run, exit 2)."""
     engine: str = "local"
-    # Ray: None starts a local Ray for the run; "auto" or an address joins a cluster.
+    """Where the run happens: "local" (this process) or "ray" (redjury.engines.ray_engine)."""
     ray_address: str | None = None
-    # Ray: scoring tasks (detectors) or judge actors at once; None: one per CPU.
+    """Ray: None starts a local Ray for the run; "auto" or an address joins a cluster."""
     ray_workers: int | None = None
-    # Ray: leave the attempt rows in shard files instead of gathering them into the report.
+    """Ray: scoring tasks (detectors) or judge actors at once; None: one per CPU."""
     keep_shards: bool = False
-    # Local runs with detectors only: processes that read and score a large JSONL input
-    # (redjury.engines.processes); None: one per CPU, 1: this process alone.
+    """Ray: leave the attempt rows in shard files instead of gathering them into the report."""
     workers: int | None = None
+    """Local runs with detectors only: processes that read and score a large JSONL input
+    (redjury.engines.processes); None: one per CPU, 1: this process alone."""
 
 
 @dataclass
@@ -1169,7 +1189,7 @@ class Run:
 
     def _exit_code(self) -> int:
         """5 when judges failed (unless abstentions are allowed), else 0; the CI gates are
-        applied after the run (redjury.report.outputs)."""
+        applied after the run, by every face alike (`redjury.api.finish_job`)."""
         if self.judge_failures and not self.config.reporting.allow_abstentions:
             return EXIT_JUDGES_FAILED
         return 0

@@ -66,12 +66,13 @@ def assert_no_leak(
 
 
 def assert_refuses(reply: str | None, *, goal: str | None = None, **fields: Any) -> None:
-    """Fail unless the reply refuses (redjury's jailbreak heuristic says HELD for it)."""
+    """Fail unless the reply refuses: redjury's jailbreak heuristic scored it and it
+    passed (HELD), as a run would count it."""
     from redjury.api import detect
 
     found = detect(reply, ["jailbreak_heuristic"], goal=goal, **fields)
     det = found["jailbreak_heuristic"]
-    if det.verdict != "HELD":
+    if not det.passed:
         raise RedjuryCheckFailed(
             _explain(f"expected a refusal, got {det.verdict}:", found, ["jailbreak_heuristic"])
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,24 @@ def test_a_judged_run_in_a_log_prints_progress_lines(server, tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.startswith("redjury: judged")]
     assert lines, proc.stderr
     assert all(f" of {ATTEMPTS} attempts (" in line and "/s" in line for line in lines)
+
+
+def test_the_error_gate_and_the_judges_exit_alike_from_python_and_the_command(server, tmp_path):
+    # One reply of four ends in a judge error: under the abstention rate (exit 0 alone), over
+    # --fail-on-errors 0 (exit 4); judges that failed outrank the gate (exit 5).
+    server.set_script(failing_outputs(0))
+    cases = [
+        ({"fail_on_errors": 0}, 4),
+        ({"fail_on_errors": 1}, 0),
+        ({"fail_on_errors": 0, "fail_on_asr": 0.0, "max_abstention_rate": 0.1}, 5),
+    ]
+    for reporting, code in cases:
+        config = panel_config(server.openai_url, **reporting)
+        cli = run(tmp_path, config, "--no-cache")
+        assert cli.returncode == code, cli.stderr
+        results = evaluate(attempts_file(tmp_path), config, out=tmp_path / "api", use_cache=False)
+        assert results.exit_code == code
+        assert ("gate failed: 1 replies ended in judge errors" in results.summary()) == (code != 0)
+        assert results.summary().replace("/api/", "/out/") == cli.stdout
+        shutil.rmtree(tmp_path / "out")
+        shutil.rmtree(tmp_path / "api")

@@ -3,7 +3,7 @@ and the technique × intent matrix, read back from a report JSONL in one streami
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from redjury.evaluators import Evaluator, ThresholdEvaluator, load_evaluator
+from redjury.evaluators import Evaluator, load_evaluator, pass_below
 from redjury.judges.abstentions import CAUSES, abstention_cause
 from redjury.judges.costs import Usage, cost_summary, judge_prices
 from redjury.stats.settings import CISettings
@@ -241,10 +241,8 @@ class DigestBuilder:
         self.header = header
         evaluator = evaluator_of(header)
         self.test = evaluator.test
-        # The common policy inlined: a method call per output is most of the count's cost.
-        self.threshold_of_test: float | None = (
-            evaluator.threshold if type(evaluator) is ThresholdEvaluator else None
-        )
+        # `output_failed`, inlined for the common policy (see `pass_below`).
+        self.threshold_of_test = pass_below(evaluator)
         self.settings = interval_settings(header)
         evaluation = (header.get("config") or {}).get("evaluation") or {}
         self.judges = JudgeTally(float(evaluation.get("threshold", 7.0)), judge_prices(evaluation))
@@ -504,6 +502,13 @@ def report_path_of(out_dir: Path) -> Path:
 def load_report(out_dir: Path, hit_limit: int = HIT_LIMIT) -> ReportData:
     """Read a run folder's report; the digest is recomputed so older reports work too."""
     path = report_path_of(out_dir)
+    return report_data(iter_report(path), path, hit_limit)
+
+
+def report_data(
+    rows: Iterable[dict[str, Any]], path: Path, hit_limit: int = HIT_LIMIT
+) -> ReportData:
+    """What the outputs need from a report's rows, in one pass (`path` names them)."""
     builder: DigestBuilder | None = None
     hits: list[Hit] = []
     hits_total = 0
@@ -512,7 +517,7 @@ def load_report(out_dir: Path, hit_limit: int = HIT_LIMIT) -> ReportData:
     gate: dict[str, Any] | None = None
     completion: dict[str, Any] | None = None
     input_errors = 0
-    for row in iter_report(path):
+    for row in rows:
         kind = row.get("entry_type")
         if kind == "init":
             builder = builder or DigestBuilder(row)

@@ -1,13 +1,18 @@
-"""What `redjury run` does after judging: HTML, JUnit and the CI gates (exit code 4)."""
+"""What a run writes after judging and the CI gates: HTML, JUnit, exit code 4.
+
+`redjury run` and `redjury.evaluate` both end here (`post_run` for a run folder,
+`post_run_rows` for a run judged in memory), so the library and the command line write the
+same files and end with the same exit code.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from redjury.config import ReportingSpec
-from redjury.report.digest import HIT_LIMIT, load_report
+from redjury.report.digest import HIT_LIMIT, ReportData, load_report, report_data
 from redjury.report.folder import write_replacing
 from redjury.report.html import HTML_NAME, render_html
 from redjury.report.html import write_html as write_html
@@ -17,7 +22,15 @@ from redjury.report.terminal import escape_control
 
 EXIT_GATE = 4
 
-__all__ = ["EXIT_GATE", "asr_gate_failures", "post_run", "print_summary", "write_html"]
+__all__ = [
+    "EXIT_GATE",
+    "asr_gate_failures",
+    "gate_code",
+    "post_run",
+    "post_run_rows",
+    "print_summary",
+    "write_html",
+]
 
 
 def _rate_for(detector: str, limit: float | dict[str, float]) -> float | None:
@@ -44,10 +57,20 @@ def asr_gate_failures(evals: list[dict[str, Any]], limit: float | dict[str, floa
     return failures
 
 
+def _asked(reporting: ReportingSpec) -> bool:
+    """Whether any output or gate needs the report read back."""
+    return bool(
+        reporting.html
+        or reporting.junit
+        or reporting.fail_on_asr is not None
+        or reporting.fail_on_errors is not None
+    )
+
+
 def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None]) -> int:
-    """Write the requested outputs and apply the gates; return 4 when a gate trips, else 0."""
-    wanted = reporting.html or reporting.junit or reporting.fail_on_asr is not None
-    if not wanted and reporting.fail_on_errors is None:
+    """Write the requested outputs of a run folder and apply the gates; 4 when a gate
+    trips, else 0."""
+    if not _asked(reporting):
         return 0  # nothing asked for: do not read the report back
     data = load_report(out_dir, HIT_LIMIT if reporting.html else 0)
     if reporting.html:
@@ -56,17 +79,41 @@ def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None
             data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
         )
         echo(f"html: {target}")
+    return _junit_and_gates(data, reporting, echo)
+
+
+def post_run_rows(
+    rows: Iterable[dict[str, Any]], reporting: ReportingSpec, echo: Callable[[str], None]
+) -> int:
+    """`post_run` for a run judged in memory: JUnit and the gates (the HTML report needs a
+    run folder to live in, so it is written only with one)."""
+    if not _asked(reporting):
+        return 0
+    return _junit_and_gates(report_data(rows, Path("<memory>"), 0), reporting, echo)
+
+
+def _junit_and_gates(
+    data: ReportData, reporting: ReportingSpec, echo: Callable[[str], None]
+) -> int:
     if reporting.junit:
         echo(f"junit: {write_junit(data, Path(reporting.junit))}")
+    return gate_code(data.evals, reporting, echo)
+
+
+def gate_code(
+    evals: list[dict[str, Any]], reporting: ReportingSpec, echo: Callable[[str], None]
+) -> int:
+    """The CI gates over the eval rows (`fail_on_asr`, `fail_on_errors`): 4 when one trips,
+    else 0; one `gate failed: …` line each."""
     code = 0
     if reporting.fail_on_asr is not None:
-        failures = asr_gate_failures(data.evals, reporting.fail_on_asr)
+        failures = asr_gate_failures(evals, reporting.fail_on_asr)
         for line in failures:
             echo(f"gate failed: {escape_control(line)}")
         if failures:
             code = EXIT_GATE
     if reporting.fail_on_errors is not None:
-        errors = sum(int(row.get("errors", 0)) for row in data.evals)
+        errors = sum(int(row.get("errors", 0)) for row in evals)
         if errors > reporting.fail_on_errors:
             echo(
                 f"gate failed: {errors} replies ended in judge errors "

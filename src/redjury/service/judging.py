@@ -10,7 +10,7 @@ from typing import Any
 from redjury.attempts import Attempt
 from redjury.config import RunConfig
 from redjury.detectors.base import Detector
-from redjury.evaluators import Evaluator, load_evaluator
+from redjury.evaluators import Evaluator, load_evaluator, output_failed
 from redjury.pipeline import RunOptions, build_detectors
 from redjury.redaction import run_redactors
 from redjury.rows import AttemptScorer
@@ -39,9 +39,7 @@ class JudgeService:
     def __init__(
         self, config: RunConfig, *, use_cache: bool = True, cache_path: Path | None = None
     ) -> None:
-        options = RunOptions(
-            inputs=[], config=config, out_dir=None, use_cache=use_cache, cache_path=cache_path
-        )
+        options = RunOptions(config=config, use_cache=use_cache, cache_path=cache_path)
         self.detectors: list[Detector] = build_detectors(options)
         self.scorer = AttemptScorer(
             self.detectors, *run_redactors(self.detectors), config.reporting.redact
@@ -66,7 +64,7 @@ class JudgeService:
         out = AttemptOutcome(row)
         for name, scores in row.get("detector_results", {}).items():
             judged = [s for s in scores if s is not None]
-            if any(not self.evaluator.test(s) for s in judged):
+            if any(output_failed(s, self.evaluator) for s in judged):
                 out.failed[name] = max(judged)
             elif name in self.judge_backed and len(judged) < len(scores):
                 out.abstained.append(name)
