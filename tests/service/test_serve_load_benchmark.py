@@ -45,7 +45,13 @@ def test_check_names_each_goal_missed():
 def test_a_short_run_answers_every_request_and_flags_leaks():
     bench = _benchmark()
     args = argparse.Namespace(
-        clients=4, seconds=1.0, warmup=0.2, workers=[1, 2], uvloop_path=None, no_access_log=False
+        clients=4,
+        seconds=1.0,
+        warmup=0.2,
+        workers=[1, 2],
+        uvloop_path=None,
+        no_access_log=False,
+        rounds=1,
     )
     result = bench.run(args)
     assert set(result["results"]) == {"echo_floor", "serve_workers_1", "serve_workers_2"}

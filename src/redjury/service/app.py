@@ -88,6 +88,7 @@ async def _judge_engine(app: web.Application) -> AsyncIterator[None]:
         app[CONFIG], use_cache=settings.use_cache, cache_path=settings.cache_path
     )
     try:
+        service.warm_up()
         if settings.preflight:
             await service.preflight()
         app[SERVICE] = service
