@@ -11,11 +11,15 @@ import asyncio
 import json
 import os
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+from fault_server import FaultServer, Status, always
+from judge_specs import judge
 
 REPO = Path(__file__).resolve().parents[2]
 CARD = "4111 1111 1111 1111"
@@ -80,12 +84,18 @@ class ScriptedChat:
         return [text for m, text in self.requests if m == model]
 
 
-async def run_attack(base_url: str, max_turns: int, cwd: Path) -> dict[str, Any]:
+async def run_attack(
+    base_url: str, max_turns: int, cwd: Path, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
     python = pyrit_python()
     assert python is not None
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    args = [str(Path(__file__).with_name("pyrit_attack.py")), base_url, str(max_turns)]
+    if config is not None:
+        (cwd / "redjury.yaml").write_text(json.dumps(config))
+        args.append(str(cwd / "redjury.yaml"))
     proc = await asyncio.create_subprocess_exec(
-        python, str(Path(__file__).with_name("pyrit_attack.py")), base_url, str(max_turns),
+        python, *args,
         cwd=cwd, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -97,19 +107,23 @@ async def run_attack(base_url: str, max_turns: int, cwd: Path) -> dict[str, Any]
     return dict(json.loads(out.decode().strip().splitlines()[-1]))
 
 
-async def test_a_pyrit_attack_stops_on_the_turn_redjury_says_the_target_leaked(tmp_path: Path):
+@asynccontextmanager
+async def scripted_chat() -> AsyncIterator[tuple[ScriptedChat, str]]:
     chat = ScriptedChat()
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat.chat)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
     try:
-        result = await run_attack(f"http://127.0.0.1:{port}", 6, tmp_path)
+        yield chat, f"http://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
+
+
+async def test_a_pyrit_attack_stops_on_the_turn_redjury_says_the_target_leaked(tmp_path: Path):
+    async with scripted_chat() as (chat, url):
+        result = await run_attack(url, 6, tmp_path)
 
     assert result["error"] is None
     assert result["outcome"] == "success"
@@ -125,6 +139,23 @@ async def test_a_pyrit_attack_stops_on_the_turn_redjury_says_the_target_leaked(t
     told = chat.of("attacker")[1:]
     assert len(told) == LEAKING_TURN - 1
     assert all("redjury: no detector failed" in text for text in told)
+
+
+async def test_a_judge_that_fails_leaves_the_score_undetermined_never_false(tmp_path: Path):
+    with FaultServer() as judge_server:
+        judge_server.set_script(always(Status(500)))
+        panel = {
+            "detectors": [{"type": "pii_leak"}],
+            "evaluation": {"judges": [judge(judge_server.openai_url)], "max_retries": 0},
+        }
+        async with scripted_chat() as (chat, url):
+            result = await run_attack(url, LEAKING_TURN - 1, tmp_path, panel)  # only refusals
+    assert result["error"] is None
+    assert result["outcome"] != "success"
+    assert len(chat.of("target")) == LEAKING_TURN - 1
+    assert result["score_status"] == "undetermined" and result["score_value"] is None
+    assert result["score_metadata"]["abstained"] == "judge_panel"
+    assert "judge_panel: INCONCLUSIVE" in result["score_rationale"]
 
 
 def test_import_redjury_does_not_import_pyrit_where_it_is_installed():
