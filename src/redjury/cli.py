@@ -703,6 +703,17 @@ def serve(
     no_preflight: Annotated[
         bool, typer.Option("--no-preflight", help="Do not ask each judge server once at start.")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Worker processes on the one port (SO_REUSEPORT); they share the judge cache.",
+        ),
+    ] = 1,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log", help="One stderr line per request.")
+    ] = True,
 ) -> None:
     """Serve the detectors and judge panel over HTTP: /v1/judge, /v1/moderations, /v1/promptfoo."""
     from redjury.service.app import ServeSettings, is_loopback, run_service
@@ -723,7 +734,8 @@ def serve(
     settings = ServeSettings(
         host=host, port=port, token=token, max_body_bytes=max_body_bytes, max_batch=max_batch,
         client_concurrency=client_concurrency, drain_seconds=drain_seconds,
-        use_cache=not no_cache, preflight=not no_preflight,
+        use_cache=not no_cache, preflight=not no_preflight, workers=workers,
+        access_log=access_log,
     )  # fmt: skip
     from redjury.judges.preflight import PreflightError
 

@@ -3,8 +3,14 @@ metrics, body-free access logs; `run_service` serves it until SIGTERM drains it.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import socket
 import sys
 import time
 from collections import Counter
@@ -46,6 +52,10 @@ class ServeSettings:
     use_cache: bool = True
     cache_path: Path | None = None
     preflight: bool = True
+    # Worker processes, each with its own event loop and judge engine, on one port
+    # (SO_REUSEPORT); they share the judge cache file, not counters or per-client limits.
+    workers: int = 1
+    access_log: bool = True
 
 
 SETTINGS = web.AppKey("settings", ServeSettings)
@@ -78,6 +88,7 @@ async def _judge_engine(app: web.Application) -> AsyncIterator[None]:
         app[CONFIG], use_cache=settings.use_cache, cache_path=settings.cache_path
     )
     try:
+        service.warm_up()
         if settings.preflight:
             await service.preflight()
         app[SERVICE] = service
@@ -216,7 +227,49 @@ class AccessLog(AbstractAccessLogger):
 def run_service(
     config: RunConfig, settings: ServeSettings, announce: Callable[[str], None]
 ) -> None:
-    """Serve until SIGTERM or SIGINT, then drain the requests in flight and close the judges."""
+    """Serve until SIGTERM or SIGINT, then drain the requests in flight and close the judges;
+    with `workers` > 1, in that many forked processes sharing the port."""
+    url = f"http://{settings.host}:{settings.port}"
+    if settings.workers <= 1:
+        _serve(config, settings, lambda: announce(f"listening on {url}"))
+        return
+    _check_port(settings)
+    announce(f"listening on {url} with {settings.workers} worker processes")
+    _run_workers(config, settings)
+
+
+def _check_port(settings: ServeSettings) -> None:
+    """Bind (not listen) as the workers will, so a port in use fails here, once."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        probe.bind((settings.host, settings.port))
+
+
+def _serve(config: RunConfig, settings: ServeSettings, ready: Callable[[], None]) -> None:
+    web.run_app(
+        create_app(config, settings),
+        host=settings.host,
+        port=settings.port,
+        shutdown_timeout=settings.drain_seconds,
+        access_log=_access_logger() if settings.access_log else None,
+        access_log_class=AccessLog,
+        reuse_port=settings.workers > 1 or None,
+        print=lambda _banner: ready(),
+        loop=_event_loop(),
+    )
+
+
+def _event_loop() -> asyncio.AbstractEventLoop | None:
+    """uvloop's event loop where it is installed (`redjury[serve]`); else asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop()
+
+
+def _access_logger() -> logging.Logger:
     logger = logging.getLogger("redjury.service.access")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
@@ -224,16 +277,54 @@ def run_service(
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
-    url = f"http://{settings.host}:{settings.port}"
-    web.run_app(
-        create_app(config, settings),
-        host=settings.host,
-        port=settings.port,
-        shutdown_timeout=settings.drain_seconds,
-        access_log=logger,
-        access_log_class=AccessLog,
-        print=lambda _banner: announce(f"listening on {url}"),
-    )
+    return logger
+
+
+def _run_workers(config: RunConfig, settings: ServeSettings) -> None:
+    """Fork the workers (before any event loop), pass SIGTERM on to each, wait for all; the
+    first to fail (a port in use, a failed preflight) stops the others."""
+    ctx = multiprocessing.get_context("fork")
+    procs = [
+        ctx.Process(target=_worker, args=(config, settings), name=f"redjury-serve-{i}")
+        for i in range(settings.workers)
+    ]
+    for proc in procs:
+        proc.start()
+
+    def stop(signum: int, _frame: Any) -> None:
+        for proc in procs:
+            if proc.pid is not None and proc.is_alive():
+                os.kill(proc.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    failed, pending = 0, list(procs)
+    while pending:
+        ready = multiprocessing.connection.wait([p.sentinel for p in pending])
+        for proc in [p for p in pending if p.sentinel in ready]:
+            proc.join()
+            pending.remove(proc)
+            if proc.exitcode and not failed:
+                failed = proc.exitcode
+                stop(signal.SIGTERM, None)
+    if failed:
+        raise SystemExit(failed)
+
+
+def _worker(config: RunConfig, settings: ServeSettings) -> None:
+    from redjury.judges.preflight import PreflightError
+
+    try:
+        _serve(config, settings, _quiet)
+    except (OSError, PreflightError) as exc:
+        where = f"--host {settings.host} --port {settings.port}"
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        sys.stderr.write(f"redjury serve: worker {os.getpid()}: {where}: {detail}\n")
+        raise SystemExit(2) from None
+
+
+def _quiet() -> None:
+    """A worker's start goes unannounced: the parent said where the service listens."""
 
 
 def is_loopback(host: str) -> bool:

@@ -81,6 +81,12 @@ class JudgeService:
                     total[key] = total.get(key, 0) + int(value)
         return total
 
+    def warm_up(self) -> None:
+        """Run the local detectors once on a made-up reply, so their patterns are compiled
+        and the models' validators built before the first request, not during it."""
+        sample = Attempt(id="warm-up", prompt="Hello", outputs=["I'm sorry, I can't help."])
+        self.scorer.score_window([sample])
+
     async def preflight(self) -> None:
         """Ask each judge endpoint once; raises `PreflightError` for one that cannot work."""
         from redjury.judges.preflight import run_preflight

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections import Counter
 from typing import Any
 
@@ -29,11 +31,9 @@ class ServiceMetrics:
     def observe(self, endpoint: str, status: int, seconds: float) -> None:
         """Count one answered request and its latency."""
         self.requests[(endpoint, status)] += 1
+        # One count in the first bucket it fits (the last: +Inf); render() sums them up.
         buckets = self._buckets.setdefault(endpoint, [0] * (len(LATENCY_BUCKETS) + 1))
-        for i, bound in enumerate(LATENCY_BUCKETS):
-            if seconds <= bound:
-                buckets[i] += 1
-        buckets[-1] += 1
+        buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
         self._sums[endpoint] = self._sums.get(endpoint, 0.0) + seconds
 
     def count_verdicts(self, row: dict[str, Any]) -> None:
@@ -63,7 +63,8 @@ class ServiceMetrics:
 
     def _latency_lines(self) -> list[str]:
         lines = ["# TYPE redjury_request_seconds histogram"]
-        for endpoint, buckets in sorted(self._buckets.items()):
+        for endpoint, counts in sorted(self._buckets.items()):
+            buckets = list(itertools.accumulate(counts))
             name = f'redjury_request_seconds_bucket{{endpoint="{endpoint}"'
             for bound, n in zip(LATENCY_BUCKETS, buckets, strict=False):
                 lines.append(f'{name},le="{bound}"}} {n}')

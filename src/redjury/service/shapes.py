@@ -3,10 +3,10 @@ webhook assertion; each request read into attempts, each outcome written back.""
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
-from redjury.attempts import Attempt
+from redjury.attempts import Attempt, checked_attempt
 from redjury.inputs import redjury_record
 from redjury.service.judging import AttemptOutcome
 
@@ -83,7 +83,20 @@ def moderation_attempts(body: Any, max_batch: int) -> list[Attempt]:
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise RequestError(400, f"input[{index}]", "text only: a string")
-    return [Attempt(id=f"input-{i}", outputs=[text]) for i, text in enumerate(texts)]
+    return [_reply_attempt(f"input-{i}", text) for i, text in enumerate(texts)]
+
+
+def _reply_attempt(attempt_id: str, text: str) -> Attempt:
+    """An attempt holding one reply, built without pydantic's validation (the fields are
+    checked as `checked_attempt` checks a garak row's); validated the usual way otherwise."""
+    fields = {**_REPLY_FIELDS, "id": attempt_id, "outputs": [text]}
+    fields.update(notes={}, detector_results={})  # fresh: never shared between attempts
+    return checked_attempt(fields) or Attempt(id=attempt_id, outputs=[text])
+
+
+_REPLY_FIELDS: dict[str, Any] = dict.fromkeys(
+    ("goal", "prompt", "seq", "run_id", "intent", "generator", "source_record")
+) | {"probe": "default"}
 
 
 def moderation_response(
@@ -92,7 +105,7 @@ def moderation_response(
     """OpenAI's moderation response; categories are redjury's detectors. A judge that
     abstained flags its category: an unjudged reply is never passed as safe."""
     return {
-        "id": f"modr-{uuid.uuid4().hex}",
+        "id": f"modr-{os.urandom(16).hex()}",
         "model": model if isinstance(model, str) and model else "redjury",
         "results": [_moderation_result(o, detectors) for o in outcomes],
     }
