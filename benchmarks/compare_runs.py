@@ -34,8 +34,10 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_SECONDS, GOAL_MB = 10.0, 500.0
-# compare's median wall time over the orjson floor's, in the same run.
-GOAL_FLOOR_RATIO = 1.0
+# compare's median wall time over the orjson floor's, in the same run: the issue's 10 s over
+# the floor's 3.3 CPU seconds for two reports of 1,000,000 attempts on the 2-core machine where
+# the goal was set (wall and CPU time agree on an idle machine).
+GOAL_FLOOR_RATIO = 3.0
 
 COMPARE = """
 import json, sys, time
@@ -127,6 +129,9 @@ def summarise(samples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         }
     compare, floor = out["compare"], out["orjson_lines"]
     out["compare_over_orjson"] = round(compare["median_seconds"] / floor["median_seconds"], 2)
+    out["compare_cpu_over_orjson_cpu"] = round(
+        compare["median_cpu_seconds"] / max(floor["median_cpu_seconds"], 1e-3), 2
+    )
     out["compare_over_wc"] = round(
         compare["median_seconds"] / max(out["wc_lines"]["median_seconds"], 1e-3), 1
     )
