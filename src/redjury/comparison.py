@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -21,20 +23,18 @@ class CompareError(ValueError):
     """Runs that cannot be compared (unreadable, or judged differently): exit 2."""
 
 
-_NULL = msgspec.Raw(b"null")
-
-
-class _Row(msgspec.Struct):
-    """The fields of a report row the comparison reads; everything else is skipped, and the
-    prompt and goal stay undecoded JSON (they are only hashed, to pair attempts)."""
+class _Row(msgspec.Struct, gc=False):
+    """The fields of a report row the comparison reads; everything else is skipped (the prompt
+    and goal are only hashed, to pair attempts). Untracked by the garbage collector: a chunk
+    holds tens of thousands of them and none holds a cycle."""
 
     entry_type: str | None = None
     id: Any = None
     probe: Any = None
     intent: Any = None
-    goal: msgspec.Raw = _NULL
-    prompt: msgspec.Raw = _NULL
-    detector_results: dict[str, list[float | None]] | None = None
+    goal: Any = None
+    prompt: Any = None
+    detector_results: dict[str, tuple[float | None, ...]] | None = None
     detector: Any = None
     kind: Any = None
     key: Any = None
@@ -47,9 +47,10 @@ class _Row(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Row)
-# Lines decoded at once: their rows are counted into arrays, then dropped.
+# Bytes of lines decoded at once: their rows are counted into arrays, then dropped.
 CHUNK_BYTES = 8 << 20
 _ROW_INDEX = re.compile(r"\$\[(\d+)\]")
+_NO_RESULTS: dict[str, tuple[float | None, ...]] = {}
 
 
 @dataclass
@@ -60,10 +61,21 @@ class Vocabulary:
     intents: dict[str, int] = field(default_factory=dict)
 
     @staticmethod
-    def codes(table: dict[str, int], names: list[str]) -> list[int]:
-        for name in set(names) - table.keys():
-            table[name] = len(table)
-        return list(map(table.__getitem__, names))
+    def codes(table: dict[str, int], values: list[Any], default: str) -> np.ndarray:
+        """The codes of the rows' values, named as `_name` names them (a new name gets the
+        next code). A report's probes and intents are strings or None, so only their few
+        distinct values are named."""
+        try:
+            distinct = dict.fromkeys(values)
+        except TypeError:  # a list or object where a name belongs
+            distinct = {0j: None}
+        if not all(type(v) is str or v is None for v in distinct):
+            values = [_name(v, default) for v in values]
+            distinct = dict.fromkeys(values)
+        local = {}
+        for value in distinct:
+            local[value] = table.setdefault(_name(value, default), len(table))
+        return np.fromiter(map(local.__getitem__, values), np.int64, len(values))
 
 
 @dataclass
@@ -106,7 +118,7 @@ class _RunReader:
             "id": [],
             "text": [],
         }
-        # detector -> [(first attempt, failing per attempt, scored per attempt)] per chunk
+        # detector -> [(first attempt, attempts, failing, scored)] per chunk
         self.counts: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.eval_corrections: dict[str, Any] = {}
         self.audit_counts: dict[str, tuple[int, int, int, int]] = {}
@@ -119,62 +131,51 @@ class _RunReader:
 
     def add_chunk(self, rows: list[_Row]) -> None:
         attempts = [r for r in rows if r.entry_type == "attempt"]
-        for row in rows:
-            if row.entry_type == "eval":
-                self._eval(row)
-            elif row.entry_type == "audit":
-                self._audit(row)
+        if len(attempts) < len(rows):
+            for row in rows:
+                if row.entry_type == "eval":
+                    self._eval(row)
+                elif row.entry_type == "audit":
+                    self._audit(row)
         if attempts:
             self._attempts(attempts)
 
     def _attempts(self, rows: list[_Row]) -> None:
-        probes = [_name(r.probe, "default") for r in rows]
-        intents = [_name(r.intent, "") for r in rows]
         vocab = self.vocabulary
-        self.columns["probe"].append(np.array(Vocabulary.codes(vocab.probes, probes)))
-        codes = np.array(Vocabulary.codes(vocab.intents, intents))
-        none = vocab.intents.get("")
-        self.columns["intent"].append(np.where(codes == none, -1, codes))
-        ids = [r.id for r in rows]
-        self.columns["id"].append(
-            np.array([0 if i is None else hash((p, str(i))) for p, i in zip(probes, ids, strict=True)],
-                     dtype=np.int64)
-        )  # fmt: skip
-        prompts, goals = map(bytes, (r.prompt for r in rows)), map(bytes, (r.goal for r in rows))
-        texts = zip(probes, prompts, goals, strict=True)
-        self.columns["text"].append(np.fromiter(map(hash, texts), np.int64, len(rows)))
-        self._scores([r.detector_results for r in rows])
+        probes = Vocabulary.codes(vocab.probes, [r.probe for r in rows], "default")
+        self.columns["probe"].append(probes)
+        codes = Vocabulary.codes(vocab.intents, [r.intent for r in rows], "")
+        self.columns["intent"].append(np.where(codes == vocab.intents.get(""), -1, codes))
+        self.columns["id"].append(_id_keys(probes, [r.id for r in rows]))
+        texts = zip([r.prompt for r in rows], [r.goal for r in rows], strict=True)
+        self.columns["text"].append(_text_keys(probes, list(texts)))
+        self._scores([r.detector_results or _NO_RESULTS for r in rows])
         self.attempts += len(rows)
 
-    def _scores(self, results: list[dict[str, list[float | None]] | None]) -> None:
-        names: set[str] = set()
-        for res in results:
-            if res:
-                names.update(res)
-        for name in names:
-            per = [res.get(name) if res else None for res in results]
-            failing, scored = self._count(per)
-            present = np.fromiter((x is not None for x in per), bool, len(per))
-            self.counts.setdefault(name, []).append((self.attempts, failing, scored, present))
+    def _scores(self, results: list[dict[str, tuple[float | None, ...]]]) -> None:
+        """Every score of the chunk in one flat array, counted per (attempt, detector) list:
+        failing outputs and scored outputs (None scores are neither), kept per detector with
+        the attempts it looked at."""
+        lists = list(chain.from_iterable(map(dict.values, results)))
+        if not lists:
+            return
+        per_attempt = np.fromiter(map(len, results), np.int64, len(results))
+        owner = np.repeat(np.arange(len(results), dtype=np.int32), per_attempt)
+        sizes = np.fromiter(map(len, lists), np.int64, len(lists))
+        failing, scored = self._count(np.array(list(chain.from_iterable(lists)), np.float64), sizes)
+        for name, mine in _lists_by_name(list(chain.from_iterable(results))):
+            entry = (self.attempts, owner[mine], failing[mine], scored[mine])
+            self.counts.setdefault(name, []).append(entry)
 
-    def _count(self, per: list[list[float | None] | None]) -> tuple[np.ndarray, np.ndarray]:
-        """(failing, scored) outputs of each attempt from its scores (None where unscored)."""
-        lengths = set(map(len, filter(None, per)))
-        if None not in per and len(lengths) == 1:  # every attempt has k scores: one 2-D array
-            scores = np.array(per, dtype=np.float64).reshape(len(per), -1)
-            scored = ~np.isnan(scores)
-            failing = np.zeros(scores.shape, dtype=bool)
-            failing[scored] = self.test(scores[scored])
-            return failing.sum(1, dtype=np.int32), scored.sum(1, dtype=np.int32)
-        sizes = np.fromiter((len(x) if x else 0 for x in per), np.int64, len(per))
-        flat = np.array(list(chain.from_iterable(x for x in per if x)), dtype=np.float64)
-        owner = np.repeat(np.arange(len(per)), sizes)
-        ok = ~np.isnan(flat)
-        bad = np.zeros(flat.shape, dtype=bool)
-        bad[ok] = self.test(flat[ok])
+    def _count(self, scores: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(failing, scored) outputs of each list of scores (NaN, from None, is unscored)."""
+        owner = np.repeat(np.arange(sizes.size), sizes)
+        ok = ~np.isnan(scores)
+        bad = np.zeros(scores.shape, dtype=bool)
+        bad[ok] = self.test(scores[ok])
         return (
-            np.bincount(owner, weights=bad, minlength=len(per)).astype(np.int32),
-            np.bincount(owner, weights=ok, minlength=len(per)).astype(np.int32),
+            np.bincount(owner, weights=bad, minlength=sizes.size).astype(np.int32),
+            np.bincount(owner, weights=ok, minlength=sizes.size).astype(np.int32),
         )
 
     def _eval(self, row: _Row) -> None:
@@ -216,10 +217,10 @@ class _RunReader:
         fails = np.zeros(self.attempts, dtype=np.int32)
         scored = np.zeros(self.attempts, dtype=np.int32)
         present = np.zeros(self.attempts, dtype=bool)
-        for first, f, m, p in self.counts[name]:
-            fails[first : first + f.size] = f
-            scored[first : first + m.size] = m
-            present[first : first + p.size] = p
+        for first, at, f, m in self.counts.pop(name):
+            fails[first + at] = f
+            scored[first + at] = m
+            present[first + at] = True
         return fails, scored, present
 
     def _correction(self, detector: str) -> Correction | None:
@@ -235,6 +236,65 @@ class _RunReader:
             except ValueError:
                 pass
         return Correction(float(record["se"]), float(record["sp"]), source)
+
+
+def _lists_by_name(names: list[str]) -> list[tuple[str, Any]]:
+    """(detector, which of the chunk's score lists are its) for each detector named."""
+    distinct = list(dict.fromkeys(names))
+    if len(distinct) == 1:
+        return [(distinct[0], slice(None))]
+    table = {name: code for code, name in enumerate(distinct)}
+    codes = np.fromiter(map(table.__getitem__, names), np.int64, len(names))
+    return [(name, codes == code) for name, code in table.items()]
+
+
+# Pairing keys: the hash of an attempt's id (or prompt and goal) mixed with its probe's code
+# (the vocabulary both runs share), so the same id in two probes is two attempts.
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _with_probe(hashes: np.ndarray, probes: np.ndarray) -> np.ndarray:
+    mixed = hashes.view(np.uint64) ^ ((probes.astype(np.uint64) + np.uint64(1)) * _MIX)
+    return mixed.view(np.int64)
+
+
+def _text_keys(probes: np.ndarray, texts: list[tuple[Any, Any]]) -> np.ndarray:
+    """Per attempt the key of its probe, prompt and goal; a prompt or goal that is a JSON
+    object or array is hashed as its canonical JSON."""
+    try:
+        hashes = np.fromiter(map(hash, texts), np.int64, len(texts))
+    except TypeError:
+        keys = [(_hashable(prompt), _hashable(goal)) for prompt, goal in texts]
+        hashes = np.fromiter(map(hash, keys), np.int64, len(keys))
+    return _with_probe(hashes, probes)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return ("json", msgspec.json.encode(value, order="sorted"))
+    return value
+
+
+def _id_keys(probes: np.ndarray, ids: list[Any]) -> np.ndarray:
+    """Per attempt the key of its probe and id (as text), 0 where it has no id."""
+    keys = _with_probe(np.fromiter(map(hash, map(str, ids)), np.int64, len(ids)), probes)
+    if None in ids:
+        keys[np.fromiter((i is None for i in ids), bool, len(ids))] = 0
+    return keys
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while rows are decoded and counted: the rows hold no
+    cycle, and a collection every few hundred allocations would rescan every row still held
+    (it more than doubles the time of a large report)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -266,7 +326,9 @@ def read_run(source: RunLike, vocabulary: Vocabulary, label: str | None = None) 
         )
     reader = _RunReader(label or "run", vocabulary)
     lines = (msgspec.json.encode(row) + b"\n" for row in rows)
-    _read_chunks(iter(lambda: list(islice(lines, 4096)), []), reader, label or "run")
+    blocks = iter(lambda: b"".join(islice(lines, 4096)), b"")
+    with _collector_paused():
+        _read_blocks(blocks, reader, label or "run")
     return reader.finish()
 
 
@@ -277,28 +339,40 @@ def _read_file(path: Path, vocabulary: Vocabulary, label: str | None) -> RunCoun
         raise CompareError(str(exc)) from None
     reader = _RunReader(label or str(path), vocabulary)
     try:
-        with report.open("rb") as fh:
-            _read_chunks(iter(lambda: fh.readlines(CHUNK_BYTES), []), reader, str(report))
+        with report.open("rb") as fh, _collector_paused():
+            _read_blocks(_whole_lines(fh), reader, str(report))
     except OSError as exc:
         raise CompareError(f"{report}: {exc.strerror or exc}") from None
     return reader.finish()
 
 
-def _read_chunks(chunks: Iterable[list[bytes]], reader: _RunReader, where: str) -> None:
-    """Decode and count each chunk of lines; a torn last line (a killed writer) is skipped,
-    a row that is not a report row is named by its line."""
+def _whole_lines(fh: BinaryIO) -> Iterator[bytes]:
+    """The file in blocks of about CHUNK_BYTES, each ending at a line's end; a last line with
+    no newline (a writer killed mid-line) is left out."""
+    rest = b""
+    for block in iter(lambda: fh.read(CHUNK_BYTES), b""):
+        end = block.rfind(b"\n") + 1
+        if end == 0:
+            rest += block
+            continue
+        yield rest + block[:end]
+        rest = block[end:]
+
+
+def _read_blocks(blocks: Iterable[bytes], reader: _RunReader, where: str) -> None:
+    """Decode and count each block of whole lines; a row that is not a report row is named by
+    its line."""
     first_line = 1
-    for lines in chunks:
-        if not lines[-1].endswith(b"\n"):
-            lines.pop()  # only the file's last line can lack its newline
-        if reader.header is None and lines:
-            _read_header(lines[0], reader, where, first_line)
+    for block in blocks:
+        if reader.header is None:
+            _read_header(block[: block.find(b"\n")], reader, where, first_line)
         try:
-            rows = _DECODER.decode_lines(b"".join(lines))
+            rows = _DECODER.decode_lines(block)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise CompareError(_located(exc, where, first_line, lines)) from None
+            raise CompareError(_located(exc, where, first_line, block)) from None
         reader.add_chunk(rows)
-        first_line += len(lines)
+        del rows
+        first_line += block.count(b"\n")
 
 
 def _read_header(line: bytes, reader: _RunReader, where: str, number: int) -> None:
@@ -313,14 +387,17 @@ def _read_header(line: bytes, reader: _RunReader, where: str, number: int) -> No
     reader.set_header(row)
 
 
-def _located(exc: Exception, where: str, first_line: int, lines: list[bytes]) -> str:
-    """The error of a chunk as `file:line: what`, the line found from the error's row index
-    (validation) or by decoding the lines one by one (broken JSON)."""
+def _located(exc: Exception, where: str, first_line: int, block: bytes) -> str:
+    """The error of a block as `file:line: what`, the line found from the error's row index
+    (validation; blank lines hold no row) or by decoding the lines one by one (broken JSON)."""
+    lines = block.split(b"\n")
     what, _, at = str(exc).partition(" - at `")
     found = _ROW_INDEX.match(at)
     if found is not None:
         path = at[found.end() :].strip("`.") or "row"
-        return f"{where}:{first_line + int(found.group(1))}: field {path}: {what}"
+        rows = (i for i, text in enumerate(lines) if text.strip())
+        number = first_line + next(islice(rows, int(found.group(1)), None), 0)
+        return f"{where}:{number}: field {path}: {what}"
     for i, line in enumerate(lines):
         try:
             _DECODER.decode(line)
@@ -381,29 +458,44 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 # -- pairing ------------------------------------------------------------------------------------
-def _unique(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The keys that occur once, and where."""
-    values, first, counts = np.unique(keys, return_index=True, return_counts=True)
-    once = counts == 1
-    return values[once], first[once]
+def _once(keys: np.ndarray, usable: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The keys that occur once (among the usable), sorted, and where they are."""
+    at = np.arange(keys.size) if usable is None else np.flatnonzero(usable)
+    order = at[np.argsort(keys[at])]
+    ordered = keys[order]
+    single = np.ones(ordered.size, dtype=bool)
+    repeated = ordered[1:] == ordered[:-1]
+    single[1:] &= ~repeated
+    single[:-1] &= ~repeated
+    return ordered[single], order[single]
+
+
+def _common(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where the keys both sorted unique key lists hold are, in each run, in the base run's
+    order (so sums over the pairs do not depend on the keys' hashes)."""
+    (keys_a, at_a), (keys_b, at_b) = a, b
+    if not (keys_a.size and keys_b.size):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys_b, keys_a), keys_b.size - 1)
+    hit = keys_b[pos] == keys_a
+    partner = np.full(int(at_a.max()) + 1, -1, dtype=np.int64)
+    partner[at_a[hit]] = at_b[pos[hit]]
+    paired = np.flatnonzero(partner >= 0)
+    return paired, partner[paired]
 
 
 def pair_attempts(base: RunCounts, new: RunCounts) -> tuple[np.ndarray, np.ndarray, str]:
     """(base indices, new indices, "id" | "prompt_goal" | "none"): attempts with the same id
     (within a probe) in both runs, else the same prompt and goal; keys that repeat inside a
     run pair nothing."""
-    for kind, a, b in (
-        ("id", base.id_keys, new.id_keys),
-        ("prompt_goal", base.text_keys, new.text_keys),
-    ):
-        va, ia = _unique(a[a != 0] if kind == "id" else a)
-        vb, ib = _unique(b[b != 0] if kind == "id" else b)
-        if kind == "id":
-            ia = np.flatnonzero(a != 0)[ia]
-            ib = np.flatnonzero(b != 0)[ib]
-        _, pos_a, pos_b = np.intersect1d(va, vb, assume_unique=True, return_indices=True)
-        if pos_a.size:
-            return ia[pos_a], ib[pos_b], kind
+    ia, ib = _common(_once(base.id_keys, base.id_keys != 0), _once(new.id_keys, new.id_keys != 0))
+    if ia.size:
+        return ia, ib, "id"
+    ia, ib = _common(_once(base.text_keys), _once(new.text_keys))
+    if ia.size:
+        return ia, ib, "prompt_goal"
     empty = np.zeros(0, dtype=np.int64)
     return empty, empty, "none"
 
@@ -412,49 +504,72 @@ def pair_attempts(base: RunCounts, new: RunCounts) -> tuple[np.ndarray, np.ndarr
 @dataclass
 class _Sums:
     """One run × detector × scope: per group Σ fails, Σ scored, attempts, Σe², and per attempt
-    its residual eᵢ (what the pairs correlate) and whether it was scored."""
+    its residual eᵢ (what the pairs correlate)."""
 
     fails: np.ndarray
     outputs: np.ndarray
     attempts: np.ndarray
     squares: np.ndarray
     residual: np.ndarray
-    scored: np.ndarray
     looked: np.ndarray  # per group: attempts the detector looked at, scored or not
 
 
 def _sums(run: RunCounts, detector: str, group: np.ndarray, size: int) -> _Sums:
     fails, scored = run.detectors.get(detector) or (np.zeros(run.attempts), np.zeros(run.attempts))
     keep = group >= 0
-    g, y, m = group[keep], fails[keep], scored[keep]
+    every = bool(keep.all())
+    g, y, m = (group, fails, scored) if every else (group[keep], fails[keep], scored[keep])
     fails_sum = np.bincount(g, weights=y, minlength=size)
     outputs = np.bincount(g, weights=m, minlength=size)
     attempts = np.bincount(g, weights=m > 0, minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(outputs > 0, fails_sum / np.maximum(outputs, 1.0), 0.0)
-    residual = np.zeros(run.attempts)
-    residual[keep] = y - rate[g] * m
-    squares = np.bincount(g, weights=residual[keep] ** 2, minlength=size)
+    kept_residual = y - rate[g] * m
+    squares = np.bincount(g, weights=kept_residual**2, minlength=size)
+    residual = kept_residual
+    if not every:
+        residual = np.zeros(run.attempts)
+        residual[keep] = kept_residual
     present = run.present.get(detector)
-    looked = np.bincount(g, weights=present[keep], minlength=size) if present is not None else None
-    return _Sums(
-        fails_sum, outputs, attempts, squares, residual, scored > 0,
-        np.zeros(size) if looked is None else looked,
-    )  # fmt: skip
+    looked = (
+        np.zeros(size)
+        if present is None
+        else np.bincount(g, weights=present if every else present[keep], minlength=size)
+    )
+    return _Sums(fails_sum, outputs, attempts, squares, residual, looked)
+
+
+@dataclass
+class _Pairs:
+    """The paired attempts (base indices, new indices) and, per scope, which pairs share a
+    group (and which group), found once for every detector."""
+
+    base: np.ndarray
+    new: np.ndarray
+    scopes: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def of_scope(
+        self, scope: str, groups: tuple[np.ndarray, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if scope not in self.scopes:
+            gb, gn = groups[0][self.base], groups[1][self.new]
+            same = (gb >= 0) & (gb == gn)
+            self.scopes[scope] = same, gb
+        return self.scopes[scope]
 
 
 def _cross(
     base: _Sums,
     new: _Sums,
-    groups: tuple[np.ndarray, np.ndarray],
-    pairs: tuple[np.ndarray, np.ndarray],
+    pairs: _Pairs,
+    both_scored: np.ndarray,
+    scope: tuple[np.ndarray, np.ndarray],
     size: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per group: Σ e_base·e_new over the pairs scored in both runs, and how many there are."""
-    ib, in_ = pairs
-    gb, gn = groups[0][ib], groups[1][in_]
-    use = (gb >= 0) & (gb == gn) & base.scored[ib] & new.scored[in_]
-    products = base.residual[ib][use] * new.residual[in_][use]
+    same, gb = scope
+    use = same & both_scored
+    products = base.residual[pairs.base[use]] * new.residual[pairs.new[use]]
     return (
         np.bincount(gb[use], weights=products, minlength=size),
         np.bincount(gb[use], minlength=size),
@@ -487,16 +602,19 @@ class _Cells:
         return np.array(self.columns.get(key, []), dtype=np.float64)
 
 
-def gather_cells(base: RunCounts, new: RunCounts) -> _Cells:
+def gather_cells(base: RunCounts, new: RunCounts, pairs: _Pairs | None = None) -> _Cells:
     """Every probe × detector, intent × detector and detector overall either run has (scored
     or not: a pair neither run could score is a `not_compared` row, as its eval rows say SKIP)."""
     cells = _Cells()
-    pairs = pair_attempts(base, new)[:2]
+    if pairs is None:
+        pairs = _Pairs(*pair_attempts(base, new)[:2])
+    scopes = _scopes(base, new)
     for detector in sorted(set(base.detectors) | set(new.detectors)):
-        for scope, names, gb, gn in _scopes(base, new):
+        both_scored = _scored(base, detector)[pairs.base] & _scored(new, detector)[pairs.new]
+        for scope, names, gb, gn in scopes:
             size = len(names)
             b, w = _sums(base, detector, gb, size), _sums(new, detector, gn, size)
-            cross, paired = _cross(b, w, (gb, gn), pairs, size)
+            cross, paired = _cross(b, w, pairs, both_scored, pairs.of_scope(scope, (gb, gn)), size)
             for i, name in enumerate(names):
                 if b.looked[i] or w.looked[i]:
                     cells.add(
@@ -508,6 +626,11 @@ def gather_cells(base: RunCounts, new: RunCounts) -> _Cells:
                         cross=cross[i], pairs=paired[i],
                     )  # fmt: skip
     return cells
+
+
+def _scored(run: RunCounts, detector: str) -> np.ndarray:
+    counts = run.detectors.get(detector)
+    return counts[1] > 0 if counts is not None else np.zeros(run.attempts, dtype=bool)
 
 
 # -- the rows -----------------------------------------------------------------------------------
@@ -562,8 +685,8 @@ def comparison_rows(
             f"different things ({'; '.join(differences)}); --allow-different-judges compares "
             "them anyway and marks every row"
         )
-    cells = gather_cells(base, new)
-    pairing = pair_attempts(base, new)[2]
+    paired_base, paired_new, pairing = pair_attempts(base, new)
+    cells = gather_cells(base, new, _Pairs(paired_base, paired_new))
     rows = [
         _row(cells, i, base, new, settings, pairing, bool(differences))
         for i in range(len(cells.labels))
