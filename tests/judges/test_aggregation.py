@@ -147,3 +147,17 @@ def test_temperature_or_missing_seed_warns_once(make_panel):
 def test_seeded_greedy_panel_does_not_warn(make_panel, recwarn):
     make_panel([judge("http://127.0.0.1:9/v1")])
     assert not [w for w in recwarn if issubclass(w.category, PanelWarning)]
+
+
+def test_a_per_server_cap_below_the_total_is_said_in_one_line(make_panel):
+    one = judge("http://127.0.0.1:9/v1", "a")
+    with pytest.warns(PanelWarning) as record:
+        panel = make_panel([one], max_concurrency=64, per_endpoint_concurrency=16)
+    assert panel.warnings == [
+        "at most 16 judge requests in flight, not evaluation.max_concurrency 64: "
+        "evaluation.per_endpoint_concurrency is 16 per server and the judges use 1 server(s)"
+    ]
+    assert len(record) == 1
+    # Four servers at 16 each reach the total: nothing to say.
+    four = [judge(f"http://127.0.0.{i}:9/v1", f"m{i}") for i in range(1, 5)]
+    assert make_panel(four, max_concurrency=64, per_endpoint_concurrency=16).warnings == []

@@ -88,3 +88,12 @@ async def test_panel_survives_a_second_event_loop(server, make_panel):
 
     await asyncio.to_thread(in_new_loop)
     assert server.count == 6
+
+
+async def test_one_server_gets_the_whole_total_when_no_per_server_cap_is_set(server, make_panel):
+    # max_concurrency alone: a single judge server sees that many in flight (not 32).
+    server.set_script(always(Reply("no", delay=0.2)))
+    panel = make_panel([judge(server.openai_url, "a")], max_concurrency=40, use_cache=False)
+    assert panel.warnings == []
+    await run(panel, attempts(80))
+    assert server.max_in_flight == 40

@@ -51,7 +51,7 @@ def test_seed_examples_load_unchanged(text):
     assert spec.judges[0].connection.type is ConnectionType.OLLAMA
     assert spec.aggregation == "majority" and spec.threshold == 7.0
     assert spec.require_all_judges is False
-    assert spec.max_concurrency == 64 and spec.per_endpoint_concurrency == 32
+    assert spec.max_concurrency == 64 and spec.per_endpoint_concurrency == 64
     assert spec.judges[0].connection.timeout == 120.0
     assert spec.judges[0].generation.temperature == 0.0
 
@@ -161,3 +161,9 @@ def test_panel_is_a_registered_agentic_detector_off_by_default():
 
     cls = get_detector_class("judge_panel")
     assert cls.family is Family.AGENTIC and cls.default_enabled is False and cls.hazards == ()
+
+
+def test_per_endpoint_concurrency_follows_max_concurrency_unless_set():
+    assert EvaluationSpec.model_validate({"max_concurrency": 8}).per_endpoint_concurrency == 8
+    given = {"max_concurrency": 8, "per_endpoint_concurrency": 3}
+    assert EvaluationSpec.model_validate(given).per_endpoint_concurrency == 3

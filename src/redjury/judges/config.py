@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from redjury.judges.config_checks import (
     MAX_DELAY_S,
@@ -274,7 +274,11 @@ class EvaluationSpec(_Strict):
         64, ge=1, description="Judge requests in flight at once, all endpoints together."
     )
     per_endpoint_concurrency: int = Field(
-        32, ge=1, description="Judge requests in flight at once per endpoint."
+        64,
+        ge=1,
+        description=(
+            "Judge requests in flight at once per endpoint; follows `max_concurrency` unless set."
+        ),
     )
     max_retries: int = Field(
         4, ge=0, le=MAX_RETRIES, description="Retries on connection errors, 429 and 5xx."
@@ -312,3 +316,10 @@ class EvaluationSpec(_Strict):
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _per_endpoint_follows_the_total(self) -> EvaluationSpec:
+        # Left unset, one server may take every request the run allows in flight.
+        if "per_endpoint_concurrency" not in self.model_fields_set:
+            self.per_endpoint_concurrency = self.max_concurrency
+        return self

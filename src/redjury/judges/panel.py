@@ -277,11 +277,26 @@ class JudgePanelDetector(Detector):
                 "upstream prompt is a whole [INST] model prompt, yet sent to the chat endpoint "
                 f"(the server wraps it again; set scoring.completions: true): {', '.join(wrapped)}"
             )
+        capped = self._per_server_cap()
+        if capped:
+            out.append(capped)
         # A non-harm type's "yes" (e.g. on_topic) is not an attack's success: mixed in, it skews.
         other = [j.id for j in self.judges if not getattr(j.scoring, "harm_judge", True)]
         if other and len(other) < len(self.judges):
             out.append(f"not harm judges, yet voting in a harm panel: {', '.join(other)}")
         return out
+
+    def _per_server_cap(self) -> str | None:
+        """A line when the per-server cap keeps the run below `max_concurrency`."""
+        servers = {strip_url_credentials(j.provider.base_url) for j in self.judges}
+        per_server, total = self.spec.per_endpoint_concurrency, self.spec.max_concurrency
+        if not servers or per_server * len(servers) >= total:
+            return None
+        return (
+            f"at most {per_server * len(servers)} judge requests in flight, not "
+            f"evaluation.max_concurrency {total}: evaluation.per_endpoint_concurrency is "
+            f"{per_server} per server and the judges use {len(servers)} server(s)"
+        )
 
     # -- the public surface the runner uses -------------------------------------------
     def upstream_files(self) -> dict[str, dict[str, Any]]:
