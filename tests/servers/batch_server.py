@@ -59,6 +59,7 @@ class BatchServer:
         self.batches: dict[str, Batch] = {}
         self.creates = 0
         self.uploads = 0
+        self.models = ["gpt-judge", "claude-j"]
         self.url = ""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -115,6 +116,9 @@ class BatchServer:
             return self._create_openai(request, json.loads(body))
         if request.method == "POST" and path == "/messages/batches":
             return self._create_anthropic(json.loads(body))
+        if request.method == "GET" and path == "/models":
+            # The preflight's model listing (a real run checks it before judging).
+            return web.json_response({"data": [{"id": m, "type": "model"} for m in self.models]})
         parts = path.strip("/").split("/")
         if request.method == "GET" and parts[0] == "batches" and len(parts) == 2:
             return web.json_response(self._openai_status(self.batches[parts[1]]))
