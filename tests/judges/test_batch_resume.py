@@ -53,7 +53,7 @@ def test_killed_run_resumes_its_batch_without_resubmitting(tmp_path: Path, signu
             "base_url": server.url,
             "api_key_env": "JUDGE_KEY",
             "batch": True,
-            "batch_gather": 0.2,
+            "batch_gather": 1.0,
             "batch_poll": 0.05,
         }
         config = tmp_path / "c.json"
