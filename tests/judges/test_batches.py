@@ -230,3 +230,33 @@ def test_batch_prices_apply_where_batch_is_used():
 def test_batch_refused_for_other_connection_types(make_panel):
     with pytest.raises(ValueError, match="connection.batch is for the chat endpoints"):
         make_panel([judge("http://127.0.0.1:1", type="OLLAMA", connection={"batch": True})])
+
+
+def test_the_openai_sdk_runs_the_scripted_cycle(batch_server):
+    """The scripted server speaks what the official client sends and reads (openai-python,
+    a test dependency): upload, create, retrieve, file content."""
+    import io
+
+    import openai
+
+    client = openai.OpenAI(base_url=batch_server.url + "/v1", api_key="k", max_retries=0)
+    line = {
+        "custom_id": "a1",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "m", "messages": [{"role": "user", "content": "ZZYES"}]},
+    }
+    upload = io.BytesIO(json.dumps(line).encode() + b"\n")
+    file = client.files.create(file=("r.jsonl", upload), purpose="batch")
+    assert (file.id, file.purpose) == ("file-in-1", "batch")
+    batch = client.batches.create(
+        input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    statuses = [client.batches.retrieve(batch.id) for _ in range(3)]
+    assert [b.status for b in statuses] == ["in_progress", "in_progress", "completed"]
+    done = statuses[-1]
+    assert done.request_counts is not None and done.request_counts.completed == 1
+    assert done.output_file_id is not None
+    [result] = [json.loads(x) for x in client.files.content(done.output_file_id).text.splitlines()]
+    assert result["custom_id"] == "a1"
+    assert result["response"]["body"]["choices"][0]["message"]["content"] == "Yes"
