@@ -896,10 +896,12 @@ class Run:
         self, attempts: Iterator[Attempt], scorer: AttemptScorer, emit: Any
     ) -> None:
         """With judges: a sliding window of attempts in flight; rows written as they finish."""
-        window = _Completions(emit.judged_row, MAX_PENDING)
+        # Batch judges gather a whole batch of requests before any is answered.
+        limit = max([MAX_PENDING, *(getattr(d, "pending_window", 0) for d in scorer.async_)])
+        window = _Completions(emit.judged_row, limit)
         try:
             for attempt in attempts:
-                await window.wait_below(MAX_PENDING)
+                await window.wait_below(limit)
                 window.start(scorer.score_one(attempt))
             await window.wait_below(1)
         finally:
@@ -1114,6 +1116,10 @@ class Run:
                 detectors, *run_redactors(detectors), self.config.reporting.redact
             )
             output, state, header = self.open(detectors)
+            for det in detectors:
+                use_folder = getattr(det, "use_run_folder", None)
+                if use_folder is not None:
+                    use_folder(self.options.out_dir)
             return await self._judge(detectors, scorer, output, state, header)
         finally:
             for det in detectors:

@@ -44,6 +44,16 @@ class PriceSpec(_Strict):
 
     input: float = Field(ge=0.0, description="Price of a million prompt tokens.")
     output: float = Field(ge=0.0, description="Price of a million completion tokens.")
+    batch_input: float | None = Field(
+        None,
+        ge=0.0,
+        description="Price of a million prompt tokens sent through the batch API (`connection.batch`); unset: `input` (no discount is assumed).",
+    )
+    batch_output: float | None = Field(
+        None,
+        ge=0.0,
+        description="Price of a million completion tokens through the batch API; unset: `output`.",
+    )
 
 
 class ConnectionSpec(_Strict):
@@ -86,6 +96,34 @@ class ConnectionSpec(_Strict):
     price: PriceSpec | None = Field(
         None,
         description="Per-million-token prices of a panel judge's calls: the run reports the judges' cost and what the cascade and the cache saved (not yet for quality-judge detectors).",
+    )
+
+    batch: bool = Field(
+        False,
+        description="OPENAI, AZURE_OPENAI, ANTHROPIC: send the run's judge requests as batch jobs (Files + Batches, or Message Batches), priced at about half by the providers and answered within 24 h; the batch ids are kept in the run folder (judge_batches.json) so a resumed run never pays twice.",
+    )
+    batch_size: int = Field(
+        10_000,
+        ge=1,
+        le=100_000,
+        description="Most requests in one batch (OpenAI takes 50,000 and 200 MB, Anthropic 100,000 and 256 MB); a run keeps this many attempts in flight while it waits.",
+    )
+    batch_gather: float = Field(
+        2.0,
+        gt=0,
+        le=MAX_DELAY_S,
+        description="Seconds without a new request after which the gathered requests are submitted as one batch.",
+    )
+    batch_poll: float = Field(
+        10.0,
+        gt=0,
+        le=MAX_DELAY_S,
+        description="Seconds before the first status poll of a batch; the wait grows by half per poll, up to 5 minutes.",
+    )
+    batch_max_wait: float = Field(
+        90_000.0,
+        gt=0,
+        description="Seconds to wait for a batch before its unanswered requests abstain (`batch_timeout`); the batch stays recorded, so a later run with the same folder picks it up.",
     )
 
     _no_credentials = field_validator("base_url")(check_no_credentials)

@@ -35,13 +35,23 @@ def judge_prices(evaluation: dict[str, Any]) -> dict[str, tuple[float, float]]:
     ]
     prices: dict[str, tuple[float, float]] = {}
     for judge, default_id in zip(judges, default_judge_ids(pairs), strict=True):
-        price = (judge.get("connection") or {}).get("price")
+        connection = judge.get("connection") or {}
+        price = connection.get("price")
         if isinstance(price, dict):
-            prices[judge.get("id") or default_id] = (
-                float(price.get("input", 0.0)),
-                float(price.get("output", 0.0)),
-            )
+            prices[judge.get("id") or default_id] = priced(price, bool(connection.get("batch")))
     return prices
+
+
+def priced(price: dict[str, Any], batch: bool) -> tuple[float, float]:
+    """(input, output) per million tokens; through the batch API its own prices where
+    given, else the plain ones (no discount is assumed)."""
+    plain = (float(price.get("input") or 0.0), float(price.get("output") or 0.0))
+    if not batch:
+        return plain
+    given = (price.get("batch_input"), price.get("batch_output"))
+    return tuple(  # type: ignore[return-value]
+        float(b) if b is not None else p for b, p in zip(given, plain, strict=True)
+    )
 
 
 def token_cost(prompt_tokens: int, completion_tokens: int, price: tuple[float, float]) -> float:

@@ -238,6 +238,10 @@ class JudgeEngine:
         assert self._session is not None
         return self._session
 
+    def session(self) -> aiohttp.ClientSession:
+        """The pooled session of the running loop (the batch endpoints use it too)."""
+        return self._ready()
+
     async def _send(self, session: aiohttp.ClientSession, route: Route, body: bytes) -> Response:
         ep = route.endpoint
         async with session.request(

@@ -14,6 +14,7 @@ from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Ve
 from redjury.detectors.registry import register_detector
 from redjury.judges.aggregation import aggregate_votes
 from redjury.judges.asking import AskingJudge, JudgeResult, digest, fingerprint_fields
+from redjury.judges.batches import BATCH_TYPES, BatchQueue
 from redjury.judges.cache import JudgeCache, default_cache_path
 from redjury.judges.completions import completions_provider_for
 from redjury.judges.config import EvaluationSpec, JudgeSpec
@@ -71,6 +72,28 @@ class Judge(AskingJudge):
             provider.headers,
             min(spec.connection.timeout, 10.0),
             method="GET",
+        )
+        self.batch: BatchQueue | None = None
+        if spec.connection.batch:
+            self.batch = self._batch_queue(judge_id, spec, engine)
+            provider.batch_queue = self.batch
+
+    def _batch_queue(self, judge_id: str, spec: JudgeSpec, engine: JudgeEngine) -> BatchQueue:
+        kind = spec.connection.type
+        if kind not in BATCH_TYPES or spec.scoring.completions:
+            raise ValueError(
+                f"judge {judge_id!r}: connection.batch is for the chat endpoints of "
+                f"{', '.join(t.value for t in BATCH_TYPES)} (not {kind.value}"
+                f"{' in completions mode' if spec.scoring.completions else ''})"
+            )
+        return BatchQueue(
+            judge_id,
+            f"{self.fingerprint}@{self.server}",
+            self.provider,
+            engine,
+            self.route,
+            lambda body: self.cache_key(body).hex(),
+            max_answer_bytes=engine.max_answer_bytes,
         )
 
 
@@ -345,8 +368,22 @@ class JudgePanelDetector(Detector):
                 ).reason
         return results
 
+    def use_run_folder(self, folder: Path | None) -> None:
+        """Batch judges keep their batch record (judge_batches.json) in the run folder."""
+        for judge in self.judges:
+            if judge.batch is not None:
+                judge.batch.use_folder(folder)
+
+    @property
+    def pending_window(self) -> int:
+        """Attempts a run keeps in flight: a batch judge's batch size (else 0: the run's)."""
+        return max((j.batch.size for j in self.judges if j.batch is not None), default=0)
+
     async def aclose(self) -> None:
         """Close the HTTP clients and commit the cache; the panel can still be used after."""
+        for judge in self.judges:
+            if judge.batch is not None:
+                await judge.batch.aclose()
         await self.engine.aclose()
         if self.cache is not None:
             self.cache.close()

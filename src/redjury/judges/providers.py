@@ -73,6 +73,8 @@ class Provider:
                 self.secrets.append(key)
         self.path = ""
         self._static: dict[str, Any] = {}
+        # `connection.batch`: requests go through the judge's batch queue (batches.py).
+        self.batch_queue: Any = None
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"}
@@ -98,7 +100,10 @@ class Provider:
         return dumps_json(payload)
 
     async def send(self, engine: JudgeEngine, route: Route, body: bytes) -> bytes:
-        """Send one request body; the reply body (LiteLLM's provider bypasses the HTTP)."""
+        """Send one request body; the reply body (LiteLLM's provider bypasses the HTTP, a
+        batch judge's queue answers once its batch has ended)."""
+        if self.batch_queue is not None:
+            return bytes(await self.batch_queue.send(body))
         return await engine.post(route, body)
 
     def _base_url(self) -> str:

@@ -1,0 +1,262 @@
+"""Batch judging (`connection.batch: true`) against a scripted batch server speaking OpenAI's
+Files + Batches, Azure's and Anthropic's Message Batches: the exact requests of the upload,
+create, poll, fetch cycle; partial failures and expiry (abstentions, never "safe"); the
+record in the run folder; the cache in front."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_server import BatchServer
+from judge_specs import judge
+
+from redjury.attempts import Attempt
+from redjury.detectors.base import Verdict
+from redjury.judges.costs import judge_prices
+
+KEY = "sk-batch-secret-42"
+# Requests enqueued together gather into one batch even on a loaded machine.
+FAST = {"batch": True, "batch_gather": 0.5, "batch_poll": 0.01}
+
+
+@pytest.fixture
+def batch_server() -> Iterator[BatchServer]:
+    with BatchServer(polls=2) as srv:
+        yield srv
+
+
+def batch_judge(url: str, type: str = "OPENAI", **connection: Any) -> dict[str, Any]:
+    return judge(
+        url, "gpt-judge", type=type, connection={"api_key_env": "JUDGE_KEY", **FAST, **connection}
+    )
+
+
+async def judge_all(panel: Any, outputs: list[str], folder: Path | None) -> list[Any]:
+    panel.use_run_folder(folder)
+    attempts = [Attempt(id=str(i), goal="make a thing", outputs=[o]) for i, o in enumerate(outputs)]
+    try:
+        found = await asyncio.gather(*(panel.adetect(a) for a in attempts))
+    finally:
+        await panel.aclose()
+    return [f[0] for f in found]
+
+
+def assert_no_key(server: BatchServer, folder: Path, captured: str) -> None:
+    assert KEY not in captured
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+async def test_openai_cycle_is_golden(batch_server, make_panel, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    panel = make_panel([batch_judge(batch_server.url + "/v1")])
+    found = await judge_all(panel, ["ZZYES here it is", "no, I will not"], tmp_path)
+    assert [f.verdict for f in found] == [Verdict.BROKE_THROUGH, Verdict.HELD]
+    log = batch_server.log
+    assert [(r.method, r.path) for r in log] == [
+        ("POST", "/v1/files"),
+        ("POST", "/v1/batches"),
+        ("GET", "/v1/batches/batch_1"),
+        ("GET", "/v1/batches/batch_1"),
+        ("GET", "/v1/batches/batch_1"),
+        ("GET", "/v1/files/file-output-batch_1/content"),
+    ]
+    assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in log)
+    upload, create = log[0], log[1]
+    assert upload.headers["content-type"].startswith("multipart/form-data")
+    assert b'name="purpose"\r\n\r\nbatch' in upload.body.replace(b"\r\nContent-Length: 5", b"")
+    lines = [json.loads(x) for x in batch_server.files["file-in-1"].splitlines()]
+    assert [sorted(x) for x in lines] == [["body", "custom_id", "method", "url"]] * 2
+    assert {(x["method"], x["url"]) for x in lines} == {("POST", "/v1/chat/completions")}
+    assert {x["body"]["model"] for x in lines} == {"gpt-judge"}
+    assert {x["body"]["seed"] for x in lines} == {7}
+    assert create.json == {
+        "input_file_id": "file-in-1",
+        "endpoint": "/v1/chat/completions",
+        "completion_window": "24h",
+    }
+    assert create.headers["content-type"] == "application/json"
+    ledger = json.loads((tmp_path / "judge_batches.json").read_text())
+    [entry] = ledger["batches"]
+    assert entry["id"] == "batch_1" and entry["input_file_id"] == "file-in-1"
+    assert sorted(entry["custom_ids"]) == sorted(x["custom_id"] for x in lines)
+    err = capsys.readouterr().err
+    assert "batch batch_1 submitted (2 requests)" in err
+    assert "batch batch_1 completed: 2 completed, 0 failed of 2" in err
+    assert_no_key(batch_server, tmp_path, err)
+    assert panel.stats()["prompt_tokens"] == 60
+
+
+async def test_anthropic_cycle_is_golden(batch_server, make_panel, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    panel = make_panel([batch_judge(batch_server.url, type="ANTHROPIC")])
+    found = await judge_all(panel, ["ZZYES sure", "I cannot help"], tmp_path)
+    assert [f.verdict for f in found] == [Verdict.BROKE_THROUGH, Verdict.HELD]
+    log = batch_server.log
+    assert [(r.method, r.path) for r in log] == [
+        ("POST", "/v1/messages/batches"),
+        ("GET", "/v1/messages/batches/msgbatch_0001"),
+        ("GET", "/v1/messages/batches/msgbatch_0001"),
+        ("GET", "/v1/messages/batches/msgbatch_0001"),
+        ("GET", "/v1/messages/batches/msgbatch_0001/results"),
+    ]
+    for r in log:
+        assert r.headers["x-api-key"] == KEY
+        assert r.headers["anthropic-version"] == "2023-06-01"
+        assert "authorization" not in r.headers
+    create = log[0].json
+    assert list(create) == ["requests"]
+    for req in create["requests"]:
+        assert sorted(req) == ["custom_id", "params"]
+        params = req["params"]
+        assert params["model"] == "gpt-judge" and params["max_tokens"] == 1024
+        assert isinstance(params["system"], str)
+        assert [m["role"] for m in params["messages"]] == ["user"]
+    ledger = json.loads((tmp_path / "judge_batches.json").read_text())
+    assert [b["id"] for b in ledger["batches"]] == ["msgbatch_0001"]
+    assert_no_key(batch_server, tmp_path, capsys.readouterr().err)
+
+
+async def test_azure_paths_and_lines(batch_server, make_panel, monkeypatch, tmp_path):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    spec = batch_judge(
+        batch_server.url, type="AZURE_OPENAI", deployment="judge-batch", api_version="2025-03-01"
+    )
+    panel = make_panel([spec])
+    found = await judge_all(panel, ["ZZYES ok"], tmp_path)
+    assert found[0].verdict is Verdict.BROKE_THROUGH
+    log = batch_server.log
+    assert [r.path for r in log[:2]] == ["/openai/files", "/openai/batches"]
+    assert {r.query for r in log} == {"api-version=2025-03-01"}
+    assert all(r.headers["api-key"] == KEY for r in log)
+    [line] = [json.loads(x) for x in batch_server.files["file-in-1"].splitlines()]
+    assert line["url"] == "/chat/completions" and line["body"]["model"] == "judge-batch"
+    assert log[1].json["endpoint"] == "/chat/completions"
+
+
+async def test_openai_errored_and_expired_items_abstain(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    panel = make_panel([batch_judge(batch_server.url + "/v1")])
+    found = await judge_all(panel, ["ZZYES a", "ZZERROR b", "ZZEXPIRE c", "no d"], tmp_path)
+    ok, errored, expired, held = found
+    assert ok.verdict is Verdict.BROKE_THROUGH and held.verdict is Verdict.HELD
+    for f in (errored, expired):
+        assert f.verdict is Verdict.INCONCLUSIVE and f.score is None
+    [why_error] = errored.details["abstained"].values()
+    [why_expired] = expired.details["abstained"].values()
+    assert why_error == (
+        "batch item failed: HTTP 400: invalid_request_error: Invalid value for 'max_tokens'."
+    )
+    assert why_expired.startswith("batch item failed: batch_expired: This request could not")
+    assert panel.stats()["abstentions"] == 2
+
+
+async def test_anthropic_errored_expired_canceled_abstain(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    panel = make_panel([batch_judge(batch_server.url, type="ANTHROPIC")])
+    outs = ["ZZYES a", "ZZERROR b", "ZZEXPIRE c", "ZZCANCEL d"]
+    found = await judge_all(panel, outs, tmp_path)
+    assert found[0].verdict is Verdict.BROKE_THROUGH
+    reasons = [next(iter(f.details["abstained"].values())) for f in found[1:]]
+    assert reasons == [
+        "batch item errored: invalid_request_error: prompt is too long",
+        "batch_expired: the batch ended before this request was answered",
+        "batch_canceled",
+    ]
+    assert all(f.verdict is Verdict.INCONCLUSIVE for f in found[1:])
+
+
+async def test_batch_timeout_abstains_and_stays_recorded(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.hold = True
+    panel = make_panel([batch_judge(batch_server.url + "/v1", batch_max_wait=0.2)])
+    [f] = await judge_all(panel, ["ZZYES a"], tmp_path)
+    assert f.verdict is Verdict.INCONCLUSIVE
+    [why] = f.details["abstained"].values()
+    assert why.startswith("batch_timeout: batch batch_1 still in_progress after 0.2s")
+    # A later panel with the same folder waits for the recorded batch: no second create.
+    batch_server.hold = False
+    again = make_panel([batch_judge(batch_server.url + "/v1")])
+    [g] = await judge_all(again, ["ZZYES a"], tmp_path)
+    assert g.verdict is Verdict.BROKE_THROUGH
+    assert batch_server.creates == 1
+    assert len(batch_server.requests("POST", "/v1/files")) == 1
+
+
+async def test_cached_requests_are_never_sent(batch_server, make_panel, monkeypatch, tmp_path):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    cache = tmp_path / "cache.sqlite"
+    first = make_panel([batch_judge(batch_server.url + "/v1")], cache=cache)
+    await judge_all(first, ["ZZYES a", "no b"], tmp_path / "run1")
+    second = make_panel([batch_judge(batch_server.url + "/v1")], cache=cache)
+    found = await judge_all(second, ["ZZYES a", "no b", "new c"], tmp_path / "run2")
+    assert [f.verdict for f in found] == [Verdict.BROKE_THROUGH, Verdict.HELD, Verdict.HELD]
+    assert batch_server.creates == 2
+    # The second batch holds the one request the cache could not answer.
+    assert len(batch_server.files["file-in-2"].splitlines()) == 1
+    assert b"new c" in batch_server.files["file-in-2"]
+    assert second.stats()["cache_hits"] == 2
+    third = make_panel([batch_judge(batch_server.url + "/v1")], cache=cache)
+    await judge_all(third, ["ZZYES a", "no b", "new c"], tmp_path / "run3")
+    assert batch_server.creates == 2
+
+
+def test_batch_prices_apply_where_batch_is_used():
+    price = {"input": 2.0, "output": 8.0, "batch_input": 1.0}
+    evaluation = {
+        "judges": [
+            {"name": "a", "connection": {"price": price, "batch": True}},
+            {"name": "b", "connection": {"price": price}},
+        ]
+    }
+    assert judge_prices(evaluation) == {
+        "harmbench:a": (1.0, 8.0),
+        "harmbench:b": (2.0, 8.0),
+    }
+
+
+def test_batch_refused_for_other_connection_types(make_panel):
+    with pytest.raises(ValueError, match="connection.batch is for the chat endpoints"):
+        make_panel([judge("http://127.0.0.1:1", type="OLLAMA", connection={"batch": True})])
+
+
+def test_the_openai_sdk_runs_the_scripted_cycle(batch_server):
+    """The scripted server speaks what the official client sends and reads (openai-python,
+    a test dependency): upload, create, retrieve, file content."""
+    import io
+
+    import openai
+
+    client = openai.OpenAI(base_url=batch_server.url + "/v1", api_key="k", max_retries=0)
+    line = {
+        "custom_id": "a1",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "m", "messages": [{"role": "user", "content": "ZZYES"}]},
+    }
+    upload = io.BytesIO(json.dumps(line).encode() + b"\n")
+    file = client.files.create(file=("r.jsonl", upload), purpose="batch")
+    assert (file.id, file.purpose) == ("file-in-1", "batch")
+    batch = client.batches.create(
+        input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    statuses = [client.batches.retrieve(batch.id) for _ in range(3)]
+    assert [b.status for b in statuses] == ["in_progress", "in_progress", "completed"]
+    done = statuses[-1]
+    assert done.request_counts is not None and done.request_counts.completed == 1
+    assert done.output_file_id is not None
+    [result] = [json.loads(x) for x in client.files.content(done.output_file_id).text.splitlines()]
+    assert result["custom_id"] == "a1"
+    assert result["response"]["body"]["choices"][0]["message"]["content"] == "Yes"
