@@ -38,6 +38,7 @@ from redjury.attempts import Attempt
 from redjury.detectors.base import Detector
 from redjury.engines.sources import RaySources
 from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
+from redjury.idstore import IdStore
 from redjury.inputs import AttemptSource
 from redjury.judges.config import EvaluationSpec
 from redjury.pipeline import (
@@ -303,7 +304,8 @@ class RayRun(Run):
         # Judge actor → its latest counters (see `merge_actor_stats`).
         self.actor_stats: dict[str, dict[str, dict[str, int]]] = {}
         self.stats: dict[str, dict[str, int]] = {}
-        self.kept_ids: set[str] = set()
+        # Ids resumed from earlier sessions' shards (not in the report): `gather` copies them.
+        self.from_shards = IdStore()
 
     def check_paths(self) -> None:
         missing = self.inputs.missing() if isinstance(self.inputs, RaySources) else None
@@ -384,20 +386,17 @@ class RayRun(Run):
 
         return lambda err: output.report.write(input_error_row(err))
 
-    def replay_all(
-        self, state: ResumeState, tallies: RunTallies, output: RunOutput
-    ) -> dict[int, str | None]:
+    def replay_all(self, state: ResumeState, tallies: RunTallies, output: RunOutput) -> IdStore:
         """Count the rows an earlier run kept, in the report and in shards, each id once;
-        hash of id -> the kept row's content hash."""
+        id -> the kept row's content hash."""
         self.replay(state, tallies)
         done = state.attempt_hashes()
-        self.kept_ids = {str(r.get("id")) for r in state.kept if r["entry_type"] == "attempt"}
         resumed = self.resumed
         for path in self.shards.earlier():
             for row in read_rows(path):
-                key = hash(str(row.get("id")))
-                if row.get("entry_type") == "attempt" and key not in done:
-                    done[key] = row.get("content_hash")
+                key = str(row.get("id"))
+                if row.get("entry_type") == "attempt" and done.add(key, row.get("content_hash")):
+                    self.from_shards.add(key)
                     tallies.add(row)
                     self.resumed += 1
         if self.resumed > resumed:
@@ -503,14 +502,14 @@ class RayRun(Run):
         report = output.report
         report.flush()
         fh = report._fh  # type: ignore[union-attr]
-        kept = set(self.kept_ids)
+        written = IdStore()
         for path in self.shards.earlier():
             with path.open("rb") as src:
                 for line in src:
                     key = _row_id(line) if line.endswith(b"\n") else None
-                    if key is not None and key not in kept:
-                        kept.add(key)
+                    if key is not None and key in self.from_shards and written.add(key):
                         fh.write(line)
+        written.close()
         for block in sorted(self.blocks):
             with self.shards_of(block, ROWS_SUFFIX).open("rb") as src:
                 shutil.copyfileobj(src, fh)
