@@ -53,16 +53,17 @@ def test_a_store_that_spills_answers_as_a_dict_does(
     store.close()
 
 
-def test_memory_holds_only_the_recent_ids_and_the_table_is_dropped_on_close() -> None:
+def test_memory_holds_only_the_recent_ids_the_rest_are_in_the_table() -> None:
     store = IdStore()
     for i in range(3 * SPILL_AT + 5):
         assert store.add(f"attempt-{i}")
     assert len(store._recent) < SPILL_AT and len(store) == 3 * SPILL_AT + 5
+    assert store._db is not None
+    (in_table,) = store._db.execute("SELECT count(*) FROM ids").fetchone()
+    assert in_table + len(store._recent) == len(store)
     assert not store.add("attempt-0") and "attempt-17" in store and "attempt-x" not in store
-    assert store._path is not None and Path(store._path).exists()
-    path = store._path
     store.close()
-    assert not Path(path).exists() and len(store) == 0
+    assert len(store) == 0 and "attempt-17" not in store
 
 
 def _attempts(path: Path, n: int, duplicate_at: int, of: int) -> Path:

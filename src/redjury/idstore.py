@@ -3,8 +3,8 @@
 The duplicate-id check and a resume's kept ids both need an exact set of ids (a resume's
 with each kept row's content hash). Held as Python strings, that set grows by about 75 MB
 per million ids; here the most recent ids (up to `SPILL_AT`) are held as they are, and
-older ones go, each with its value, into a SQLite table in a temporary file (deleted when
-the store is closed or collected). A Bloom filter of fixed size (`BLOOM_BITS`, 16 MiB,
+older ones go, each with its value, into a table of SQLite's private temporary database (a
+file SQLite unlinks as it opens it, so nothing is left behind, even by a killed run). A Bloom filter of fixed size (`BLOOM_BITS`, 16 MiB,
 made at the first spill) remembers the 64-bit hashes of the spilled ids.
 
 A lookup asks the filter first: its "no" is certain. A "maybe" is confirmed in the table by
@@ -16,10 +16,7 @@ filter and SQLite's page cache (`CACHE_KIB`), whatever the number of ids.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
-import tempfile
 from collections.abc import Iterable
 
 import numpy as np
@@ -49,7 +46,6 @@ class IdStore:
         self._bloom: np.ndarray | None = None
         self._bits: memoryview | None = None
         self._db: sqlite3.Connection | None = None
-        self._path: str | None = None
 
     def __len__(self) -> int:
         return len(self._recent) + self._spilled
@@ -100,20 +96,13 @@ class IdStore:
         return True
 
     def close(self) -> None:
-        """Drop the table's file (the store is empty afterwards)."""
+        """Drop the table (the store is empty afterwards)."""
         if self._db is not None:
             self._db.close()
             self._db = None
-        if self._path is not None:
-            _unlink(self._path)
-            self._path = None
         self._recent.clear()
         self._bloom = self._bits = None
         self._spilled = 0
-
-    def __del__(self) -> None:
-        if self._path is not None:
-            _unlink(self._path)
 
     # -- the filter and the table ----------------------------------------------------------
     def _maybe(self, h: int) -> bool:
@@ -169,9 +158,9 @@ class IdStore:
         self._recent = {}
 
     def _open(self) -> None:
-        fd, self._path = tempfile.mkstemp(prefix="redjury-ids-", suffix=".sqlite")
-        os.close(fd)
-        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        # "": SQLite's private temporary database, in memory up to its page cache, then in a
+        # file SQLite unlinks as it opens it: nothing is left behind, even by a killed run.
+        db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode = OFF")
         db.execute("PRAGMA synchronous = OFF")
         db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -182,8 +171,3 @@ class IdStore:
         # Zero pages are mapped as they are first written: the filter fills as ids spill.
         self._bloom = np.zeros((self._mask + 1) >> 3, dtype=np.uint8)
         self._bits = memoryview(self._bloom.data)
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)

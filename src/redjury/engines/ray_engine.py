@@ -300,7 +300,10 @@ class RayRun(Run):
         super().__init__(options)
         self.inputs = source
         self.shards = Shards(options.out_dir / SHARD_DIR)
+        # Blocks scored but not yet merged (merging goes in block order, as they come).
         self.blocks: dict[int, tuple[int, RunTally, DigestBuilder]] = {}
+        self.merged = 0
+        self._tallies: RunTallies | None = None
         # Judge actor → its latest counters (see `merge_actor_stats`).
         self.actor_stats: dict[str, dict[str, dict[str, int]]] = {}
         self.stats: dict[str, dict[str, int]] = {}
@@ -348,6 +351,7 @@ class RayRun(Run):
         output, state, header = self.open(detectors)
         tallies = self.tallies(header, output)
         done = self.replay_all(state, tallies, output)
+        self._tallies = tallies
         if judged or self.config.evaluation.audit.enabled:
             asyncio.run(self._gate(detectors, state, output))
         gate = self._input_gate(state, refuse=not self.options.skip_bad_lines)
@@ -481,17 +485,26 @@ class RayRun(Run):
             if stats is not None:
                 actor, counts = stats
                 _latest(self.actor_stats.setdefault(actor, {}), counts)
+        self._merge_ready()
+
+    def _merge_ready(self) -> None:
+        """Merge the blocks that are next in order (tallies, then their hitlog shards), so
+        the driver holds only the blocks that finished ahead of an earlier one."""
+        assert self._tallies is not None and self.output is not None
+        hitlog = self.output.hitlog
+        while self.merged in self.blocks:
+            _, tally, digest = self.blocks.pop(self.merged)
+            self._tallies.tally.merge(tally)
+            self._tallies.digest.merge(digest)
+            hitlog.flush()
+            with self.shards_of(self.merged, HITS_SUFFIX).open("rb") as src:
+                shutil.copyfileobj(src, hitlog._fh)  # type: ignore[union-attr]
+            self.merged += 1
 
     def merge(self, tallies: RunTallies, output: RunOutput) -> None:
-        """The blocks' tallies and hitlog shards, in block (input) order."""
-        output.hitlog.flush()
-        assert output.hitlog_path is not None
-        for block in sorted(self.blocks):
-            _, tally, digest = self.blocks[block]
-            tallies.tally.merge(tally)
-            tallies.digest.merge(digest)
-            with self.shards_of(block, HITS_SUFFIX).open("rb") as src:
-                shutil.copyfileobj(src, output.hitlog._fh)  # type: ignore[union-attr]
+        """The judge counters of all actors (the blocks were merged as they came, in order:
+        every block of the input has come by now)."""
+        assert not self.blocks, f"blocks never merged: {sorted(self.blocks)[:5]}"
         self.stats = merge_actor_stats(self.actor_stats)
 
     def shards_of(self, block: int, suffix: str) -> Path:
@@ -510,7 +523,7 @@ class RayRun(Run):
                     if key is not None and key in self.from_shards and written.add(key):
                         fh.write(line)
         written.close()
-        for block in sorted(self.blocks):
+        for block in range(self.merged):
             with self.shards_of(block, ROWS_SUFFIX).open("rb") as src:
                 shutil.copyfileobj(src, fh)
         report.flush()
