@@ -1,11 +1,16 @@
-"""The Ray engine against one process (issue 15): default detectors over many attempts, single
-process vs Ray with 1 and 2 workers, and a judge panel through Ray actors at C=64, L=200 ms.
+"""The Ray engine against the local engine at equal workers (issues 15 and 45): default
+detectors over many attempts, the local engine with k worker processes against Ray with k
+workers, and a judge panel through Ray actors at C=64, L=200 ms.
 
-    python benchmarks/ray_scale.py [--attempts 1000000] [--panel-attempts 51200] [--panel-only]
+    python benchmarks/ray_scale.py [--attempts 100000] [--workers 1,2] [--panel-attempts 51200]
+                                   [--panel-only | --no-panel]
 
-Every timed run is a fresh process (`--worker ...`) that reports its wall time, the time Ray
-took to start, and the driver's peak RSS. Writes benchmarks/results/ray_scale.json and prints
-the table; exits 1 when the panel reaches less than 90% of the ideal rate.
+Every timed run is a fresh process (`--worker ...`) that reports the run's wall time and,
+apart from it, the time Ray took to start; its whole process tree (driver, Ray's processes,
+worker processes) is sampled for memory (memory_tree.py). Efficiency: Ray's attempts per
+second over the local engine's at the same number of workers. Writes
+benchmarks/results/ray_scale.json and prints the table; exits 1 when the panel reaches less
+than 90% of the ideal rate.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ import argparse
 import io
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import data  # noqa: E402
+import memory_tree  # noqa: E402
 from run import Server  # noqa: E402
 
 RESULTS = HERE / "results" / "ray_scale.json"
@@ -88,7 +93,8 @@ def worker(args: argparse.Namespace) -> dict:
                 config=parse_config(config),
                 out_dir=Path(tmp) / "out",
                 engine=args.engine,
-                ray_workers=args.workers,
+                ray_workers=args.workers if args.engine == "ray" else None,
+                workers=args.workers if args.engine == "local" else None,
                 use_cache=False,
                 progress=False,
                 stream=io.StringIO(),
@@ -106,18 +112,25 @@ def worker(args: argparse.Namespace) -> dict:
 
 
 def timed(inp: Path, engine: str, workers: int | None = None, url: str | None = None) -> dict:
-    cmd = [sys.executable, __file__, "--worker", "--input", str(inp), "--engine", engine]
-    cmd += ["--workers", str(workers)] if workers else []
-    cmd += ["--url", url] if url else []
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"worker failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """One run in a fresh process, its whole process tree sampled for memory."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as result:
+        cmd = [sys.executable, __file__, "--worker", "--input", str(inp), "--engine", engine]
+        cmd += ["--workers", str(workers)] if workers else []
+        cmd += ["--url", url] if url else []
+        samples = memory_tree.sample_run([*cmd, "--result", result.name], None, 1)
+        if samples.returncode != 0:
+            raise SystemExit(f"worker failed: {samples.stderr[-2000:]}")
+        out = json.loads(Path(result.name).read_text())
+    out["tree_peak_rss_mb"] = round(samples.peak, 1)
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--attempts", type=int, default=1_000_000)
+    parser.add_argument("--attempts", type=int, default=100_000)
+    parser.add_argument("--worker-counts", default="1,2", help="workers of both engines")
+    parser.add_argument("--result", help="(a worker) where to write its result")
+    parser.add_argument("--no-panel", action="store_true", help="leave the judge panel out")
     parser.add_argument("--panel-attempts", type=int, default=51_200)
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--input")
@@ -127,17 +140,21 @@ def main() -> int:
     parser.add_argument("--panel-only", action="store_true", help="only the judge panel case")
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args)))
+        Path(args.result).write_text(json.dumps(worker(args)))
         return 0
     out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.panel_only:
             inp = Path(tmp) / "attempts.jsonl"
             write_input(inp, args.attempts)
-            local = timed(inp, "local")
-            ray1 = timed(inp, "ray", 1)
-            ray2 = timed(inp, "ray", 2)
-            out["detectors"] = [local, ray1, ray2]
+            runs = []
+            for k in map(int, args.worker_counts.split(",")):
+                local, ray = timed(inp, "local", k), timed(inp, "ray", k)
+                ray["efficiency"] = local["seconds"] / ray["seconds"]
+                runs += [local, ray]
+            out["detectors"] = runs
+        if args.no_panel:
+            return report(out, None)
         panel_in = Path(tmp) / "panel.jsonl"
         write_panel_input(panel_in, args.panel_attempts)
         server = Server(DELAY)
@@ -151,20 +168,25 @@ def main() -> int:
     panel["efficiency"] = ideal / panel["seconds"]
     panel["server_max_in_flight"] = stats["max_in_flight"]
     out["panel"] = panel
+    return report(out, "ray_scale_panel.json" if args.panel_only else None)
+
+
+def report(out: dict, name: str | None) -> int:
     RESULTS.parent.mkdir(exist_ok=True)
-    name = "ray_scale_panel.json" if args.panel_only else RESULTS.name
-    RESULTS.with_name(name).write_text(json.dumps(out, indent=2) + "\n")
-    print(
-        f"{'run':<22}{'seconds':>10}{'attempts/s':>12}{'vs local':>10}{'ray start':>11}{'peak MB':>9}"
-    )
-    base: dict | None = out["detectors"][0] if "detectors" in out else None
+    RESULTS.with_name(name or RESULTS.name).write_text(json.dumps(out, indent=2) + "\n")
+    head = f"{'run':<22}{'seconds':>9}{'attempts/s':>12}{'Ray/local':>10}{'ray start':>10}"
+    print(head + f"{'driver MB':>10}{'all MB':>8}")
     for r in out.get("detectors", ()):
-        name = "single process" if r["engine"] == "local" else f"ray, {r['workers']} worker(s)"
+        name = f"{r['engine']}, {r['workers']} worker(s)"
+        eff = f"{r['efficiency']:.2f}" if "efficiency" in r else "—"
         print(
-            f"{name:<22}{r['seconds']:>10.1f}{r['attempts'] / r['seconds']:>12,.0f}"
-            f"{base['seconds'] / r['seconds'] if base else 0:>9.2f}×{r['ray_start_s']:>10.1f}s"
-            f"{r['driver_peak_rss_mb']:>9.0f}"
+            f"{name:<22}{r['seconds']:>9.1f}{r['attempts'] / r['seconds']:>12,.0f}{eff:>10}"
+            f"{r['ray_start_s']:>9.1f}s{r['driver_peak_rss_mb']:>10.0f}{r['tree_peak_rss_mb']:>8.0f}"
         )
+    panel = out.get("panel")
+    if panel is None:
+        return 0
+    ideal = panel["ideal_s"]
     print(
         f"judge panel via Ray, C={CONCURRENCY}, L={DELAY * 1000:.0f} ms: {panel['seconds']:.1f} s "
         f"(ideal {ideal:.1f} s, {panel['efficiency']:.0%}), peak in flight "

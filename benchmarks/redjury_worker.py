@@ -153,55 +153,6 @@ def cmd_bootstrap(args: argparse.Namespace) -> dict:
     return {"seconds": time.perf_counter() - t0, "ci": [lo, hi]}
 
 
-def cmd_memory(args: argparse.Namespace) -> dict:
-    """Case 5: the whole pipeline with the deterministic detectors over a large input file;
-    RSS when 10%, 50% and 100% of the attempts have been read by the scoring pass."""
-    from redjury import inputs as inputs_module
-    from redjury.config import parse_config
-    from redjury.pipeline import RunOptions, run
-
-    total = args.attempts
-    marks = {int(total * f): f"{int(f * 100)}%" for f in (0.1, 0.5, 1.0)}
-    samples: dict[str, float] = {}
-    passes = {"n": 0}
-    original = inputs_module.InputSet.records
-
-    def counted(self):  # type: ignore[no-untyped-def]
-        passes["n"] += 1
-        for i, rec in enumerate(original(self), 1):
-            yield rec
-            if passes["n"] == 2 and i in marks:
-                samples[marks[i]] = round(_rss_mb(), 1)
-
-    inputs_module.InputSet.records = counted  # type: ignore[method-assign]
-    config = parse_config(
-        {
-            "detectors": [{"type": "pii_leak"}, {"type": "prompt_injection"}],
-            "reporting": {"seed": 42},
-        }
-    )
-    start_rss = _rss_mb()
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        result = run(
-            RunOptions(
-                inputs=[Path(args.input)],
-                config=config,
-                out_dir=Path(tmp) / "out",
-                progress=False,
-                stream=io.StringIO(),
-            )
-        )
-        seconds = time.perf_counter() - t0
-    return {
-        "seconds": seconds,
-        "attempts": result.attempts_scored,
-        "rss_start_mb": round(start_rss, 1),
-        "rss_mb": samples,
-        "peak_rss_mb": round(_peak_rss_mb(), 1),
-    }
-
-
 def panel_config(args: argparse.Namespace) -> dict:
     evaluation: dict = {
         "judges": [
@@ -266,9 +217,6 @@ def main() -> None:
     b = sub.add_parser("bootstrap")
     b.add_argument("--n", type=int, required=True)
     b.add_argument("--iterations", type=int, default=10_000)
-    m = sub.add_parser("memory")
-    m.add_argument("--input", required=True)
-    m.add_argument("--attempts", type=int, required=True)
     j = sub.add_parser("panel")
     j.add_argument("--input", required=True)
     j.add_argument("--url", required=True)
@@ -280,7 +228,6 @@ def main() -> None:
         "evaluate": cmd_evaluate,
         "detectors": cmd_detectors,
         "bootstrap": cmd_bootstrap,
-        "memory": cmd_memory,
         "panel": cmd_panel,
     }[args.cmd](args)
     print(json.dumps(result))

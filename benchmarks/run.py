@@ -57,7 +57,7 @@ class Sizes:
     iterations: int
 
 
-FULL = Sizes(20_000, 20_000, 2_000, 100, 600, 1_000_000, 100_000, 10_000)
+FULL = Sizes(20_000, 20_000, 2_000, 100, 600, 10_000_000, 100_000, 10_000)
 QUICK = Sizes(4_000, 2_000, 300, 15, 120, 100_000, 100_000, 10_000)
 
 
@@ -626,34 +626,35 @@ def case_judges(sz: Sizes, runs: int, tmp: Path, cases: set[str]) -> tuple[list[
 
 
 def case_memory(sz: Sizes, tmp: Path) -> tuple[list[Row], dict]:
-    path = tmp / "memory.jsonl"
-    with path.open("w", encoding="utf-8") as fh:
-        for i, trigger, texts in data.reply_attempts(sz.memory_attempts, per_attempt=1, seed=5):
-            row = {
-                "id": f"m{i}",
-                "probe": "bench.Memory",
-                "prompt": "benchmark prompt",
-                "outputs": texts,
-                "notes": {"triggers": [trigger]},
-            }
-            fh.write(json.dumps(row) + "\n")
-    r = redjury("memory", "--input", path, "--attempts", sz.memory_attempts)
-    rss = r["rss_mb"]
-    lo, hi = rss.get("10%", 0.0), rss.get("100%", 0.0)
-    flat = hi <= lo * 1.2
-    ok = r["peak_rss_mb"] < 300 and flat
-    text = f"peak {r['peak_rss_mb']:.0f} MB; RSS at 10/50/100%: {rss.get('10%', 0):.0f} / {rss.get('50%', 0):.0f} / {hi:.0f} MB; {r['seconds']:.0f} s"
-    return [
-        Row(
-            "5",
-            f"{sz.memory_attempts:,} attempts through pii_leak + prompt_injection (`redjury.pipeline.run`)",
-            text,
-            "—",
-            None,
-            "peak < 300 MB, flat (100% ≤ 1.2 × 10%)",
-            ok,
+    """`redjury run` as a user starts it, its whole process tree sampled (memory_tree.py),
+    a first run and then a rerun that resumes every attempt."""
+    import memory_tree
+
+    r = memory_tree.measure(sz.memory_attempts, None, tmp, resume=True)
+    rows = []
+    for name in ("first run", "resume (all judged)"):
+        m = r[name]
+        at = m["rss_mb"]
+        marks = " / ".join("—" if at[k] is None else f"{at[k]:.0f}" for k in at)
+        text = (
+            f"peak {m['peak_rss_mb']:.0f} MB; RSS at 10/50/100%: {marks} MB; {m['seconds']:.0f} s"
         )
-    ], {"redjury": r}
+        # The id store's fixed part (filter, page cache) comes at its first spill (65,536
+        # ids): flatness is a goal from a million attempts on, reported below that.
+        met = m["flat"] if sz.memory_attempts >= 1_000_000 else None
+        rows.append(
+            Row(
+                "5",
+                f"{sz.memory_attempts:,} attempts, {name}: `redjury run` (pii_leak +"
+                " prompt_injection), RSS of all its processes",
+                text + ("" if m["flat"] else f" ({m['why']})"),
+                "—",
+                None,
+                "flat (highest mark ≤ 1.2 × lowest)",
+                met,
+            )
+        )
+    return rows, {"redjury": r}
 
 
 def case_bootstrap(sz: Sizes, runs: int) -> tuple[list[Row], dict]:

@@ -15,6 +15,7 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt, FieldError, checked_attempt
+from redjury.idstore import IdStore
 
 MAX_REPORTED_ERRORS = 20
 # The setup fields naming garak's target: `target_*` from garak 0.13.1, `model_*` before.
@@ -776,21 +777,19 @@ def check_inputs(
     """First pass: count good attempts, collect bad lines (duplicate ids included);
     `on_attempt` sees each good attempt.
 
-    Returns (good attempts, first errors, total errors). Only a hash per id is kept, so
-    memory stays small for millions of attempts.
+    Returns (good attempts, first errors, total errors). The ids are held in an `IdStore`,
+    so memory stays bounded for any number of attempts.
     """
-    seen: set[int] = set()
+    seen = IdStore()
     errors: list[LineError] = []
     total_errors = 0
     good = 0
     for rec in inputs.records():
         err = rec.error
         if err is None and rec.attempt is not None:
-            key = hash(rec.attempt.id)
-            if key in seen:
+            if not seen.add(rec.attempt.id):
                 err = LineError(rec.path, rec.line, "id", f"duplicate id {rec.attempt.id!r}")
             else:
-                seen.add(key)
                 good += 1
                 if on_attempt is not None:
                     on_attempt(rec.attempt)

@@ -35,6 +35,7 @@ from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector
 from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
+from redjury.idstore import IdStore
 from redjury.inputs import (
     MAX_REPORTED_ERRORS,
     AttemptSource,
@@ -60,7 +61,6 @@ from redjury.report.jsonl import (
     MemoryWriter,
     RowSink,
     dumps,
-    read_rows,
 )
 from redjury.report.judge_failures import EXIT_JUDGES_FAILED, JudgeFailure, judge_failures
 from redjury.report.progress import RunProgress
@@ -275,7 +275,7 @@ class RunOutput:
 
     @classmethod
     def open_files(
-        cls, out_dir: Path, header: dict[str, Any], kept: list[dict[str, Any]]
+        cls, out_dir: Path, header: dict[str, Any], kept: Iterable[dict[str, Any]]
     ) -> RunOutput:
         """Write the report as header + kept rows (drops a torn line and old summaries)."""
         report_path, hitlog_path = out_dir / REPORT_NAME, out_dir / HITLOG_NAME
@@ -366,12 +366,47 @@ def _set_aside(path: Path, unlink: bool = False) -> tuple[Path, Path | None]:
     return path, earlier
 
 
+# The rows of an earlier run's report that a resumed run keeps.
+KEPT_KINDS = frozenset({"attempt", "input_error", "audit", "audit_gate"})
+
+
 @dataclass
 class ResumeState:
-    """What an earlier run into the same folder left: its header and the rows worth keeping."""
+    """What an earlier run into the same folder left: its header and what a resume needs of
+    the rows worth keeping. The rows themselves stay in the file (`rows` reads them again):
+    memory holds only the kept ids with their content hashes (`done`, an `IdStore`), the
+    places of kept bad lines and the audit gate's row, so a resume of millions of judged
+    attempts fits where a first run does."""
 
     header: dict[str, Any] | None = None
-    kept: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+    done: IdStore = field(default_factory=IdStore)
+    errors: set[tuple[str, int]] = field(default_factory=set)
+    gate_row: dict[str, Any] | None = None
+
+    @property
+    def attempts(self) -> int:
+        """The kept attempt rows (each id once)."""
+        return len(self.done)
+
+    def rows(self, kinds: frozenset[str] = KEPT_KINDS) -> Iterator[dict[str, Any]]:
+        """The kept rows of these kinds, read again from the report, in its order."""
+        if self.path is None:
+            return
+        for row in _report_rows(self.path):
+            if row.get("entry_type") in kinds:
+                yield row
+
+    def _keep(self, row: dict[str, Any]) -> None:
+        kind = row.get("entry_type")
+        if kind == "init" and self.header is None:
+            self.header = row
+        elif kind == "attempt":
+            self.done.add(str(row.get("id")), row.get("content_hash"))
+        elif kind == "input_error":
+            self.errors.add((row.get("file", ""), row.get("line", 0)))
+        elif kind == "audit_gate" and self.gate_row is None:
+            self.gate_row = row
 
     @classmethod
     def read(cls, report_path: Path, fingerprint: str, inputs_key: str) -> ResumeState:
@@ -379,13 +414,9 @@ class ResumeState:
         configuration and the same input files (a changed attempt is found as it is read)."""
         if not report_path.exists():
             return cls()
-        state = cls()
-        for row in read_rows(report_path):
-            kind = row.get("entry_type")
-            if kind == "init" and state.header is None:
-                state.header = row
-            elif kind in ("attempt", "input_error", "audit", "audit_gate"):
-                state.kept.append(row)
+        state = cls(path=report_path)
+        for row in _report_rows(report_path):
+            state._keep(row)
         if state.header is None:
             raise RunError(
                 f"{report_path}: exists but is not a redjury report; choose another --out"
@@ -410,23 +441,33 @@ class ResumeState:
             )
         return state
 
-    def attempt_hashes(self) -> dict[int, str | None]:
-        """hash(id) -> the kept row's content hash (None in a row without one)."""
-        return {
-            hash(str(r.get("id"))): r.get("content_hash")
-            for r in self.kept
-            if r["entry_type"] == "attempt"
-        }
+    def attempt_hashes(self) -> IdStore:
+        """id -> the kept row's content hash (None in a row without one)."""
+        return self.done
 
     def error_lines(self) -> set[tuple[str, int]]:
-        return {
-            (r.get("file", ""), r.get("line", 0))
-            for r in self.kept
-            if r["entry_type"] == "input_error"
-        }
+        return self.errors
 
     def gate(self) -> dict[str, Any] | None:
-        return next((r for r in self.kept if r["entry_type"] == "audit_gate"), None)
+        return self.gate_row
+
+
+def _report_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete rows of a report, streamed (a torn last line is skipped). orjson reads
+    them; a line it refuses (a number beyond 64 bits) is read by `read_rows`' parser."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                return
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                try:
+                    row = json.loads(raw)
+                except ValueError:
+                    continue
+            if isinstance(row, dict):
+                yield row
 
 
 # -- the tally stage -------------------------------------------------------------------------
@@ -465,13 +506,14 @@ class InputGate:
 
     With `refuse_on_error` (no --skip-bad-lines) the first bad line stops judging; the rest
     of the input is still read so the error lists every bad line (up to a limit). A resumed
-    id whose attempt differs from the kept row's (`done`: hash of id -> content hash) stops
-    the run. With `limits` (records per file, as a first pass counted them) a file is read
+    id whose attempt differs from the kept row's (`done`: id -> content hash) stops
+    the run. Ids are held in an `IdStore`: memory stays bounded however many there are.
+    With `limits` (records per file, as a first pass counted them) a file is read
     no further than that pass read it: what was written to it since is not judged.
     """
 
     refuse_on_error: bool
-    done: dict[int, str | None] = field(default_factory=dict)
+    done: IdStore = field(default_factory=IdStore)
     done_errors: set[tuple[str, int]] = field(default_factory=set)
     good: int = 0
     bad: int = 0
@@ -484,7 +526,7 @@ class InputGate:
     # Resumed ids found in the input, and records past a file's limit.
     matched: int = 0
     unchecked: int = 0
-    _seen: set[int] = field(default_factory=set)
+    _seen: IdStore = field(default_factory=IdStore)
     _read: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -523,23 +565,19 @@ class InputGate:
         """Count one record (an attempt's id, or the error that kept it from being one);
         True when its attempt is to be judged now. A resumed id is checked against its
         kept row when `attempt` is given (a run with resumed ids always gives it)."""
-        key = 0
-        if attempt_id is not None:
-            key = hash(attempt_id)
-            if key in self._seen:
-                err = LineError(path, line, "id", f"duplicate id {self._shown(attempt_id)!r}")
-            else:
-                self._seen.add(key)
+        if attempt_id is not None and not self._seen.add(attempt_id):
+            err = LineError(path, line, "id", f"duplicate id {self._shown(attempt_id)!r}")
         if err is not None or attempt_id is None:
             self._bad(err or LineError(path, line, "(line)", "unreadable"), on_error)
             return False
         self.good += 1
-        if self.done and self.id_view is not None:
-            key = hash(self.id_view(attempt_id))
-        if self.done and key in self.done:
+        if not self.done:
+            return not self.refused
+        found, kept = self.done.find(self._shown(attempt_id))
+        if found:
             self.matched += 1
             if attempt is not None and not self.refused:
-                self._same_as_kept(path, line, attempt, self.done[key])
+                self._same_as_kept(path, line, attempt, kept)
             return False
         return not self.refused
 
@@ -567,12 +605,11 @@ class InputGate:
         `admit` counts them; False, counting nothing, when any needs `admit`'s own look."""
         if self.refused or None in ids:
             return False
-        keys = set(map(hash, ids))
-        if len(keys) != len(ids) or not self._seen.isdisjoint(keys):
+        keys: list[str] = ids  # type: ignore[assignment]  # no None, as checked above
+        if self.done and not self.done.isdisjoint(map(self._shown, keys)):
             return False
-        if self.done and not self.done.keys().isdisjoint(keys):
+        if not self._seen.add_new(keys):
             return False
-        self._seen |= keys
         self.good += len(ids)
         return True
 
@@ -829,7 +866,8 @@ class Run:
             output = RunOutput.in_memory()
             output.report.write(header)
         else:
-            output = RunOutput.open_files(out_dir, header, state.kept)
+            # The kept rows are streamed from the report before it is replaced.
+            output = RunOutput.open_files(out_dir, header, state.rows())
         self.output = output
         return output, state, header
 
@@ -843,10 +881,9 @@ class Run:
 
     def replay(self, state: ResumeState, tallies: RunTallies) -> None:
         """Count the attempt rows a resumed run kept, as if they had just been made."""
-        for row in state.kept:
-            if row["entry_type"] == "attempt":
-                tallies.add(row)
-        self.resumed = sum(1 for r in state.kept if r["entry_type"] == "attempt")
+        for row in state.rows(frozenset({"attempt"})):
+            tallies.add(row)
+            self.resumed += 1
         if self.resumed:
             self._say(f"resuming: {self.resumed} attempts already in {self.options.out_dir}")
 

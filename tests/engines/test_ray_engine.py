@@ -442,3 +442,36 @@ def test_sigterm_keeps_the_finished_blocks_and_stops_the_local_ray(tmp_path: Pat
     ids = [r["id"] for r in report if r["entry_type"] == "attempt"]
     assert sorted(ids) == sorted(r["id"] for r in rows)
     assert report[-1]["attempts_resumed"] == 64
+
+
+def test_auto_finds_a_left_address_file_whose_head_is_gone_and_refuses_it_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--ray-address auto` on a machine where `ray start` left its address file and the
+    head is gone: refused (exit 2's RunError) naming the address and the file, after one
+    connection attempt (bounded by CONNECT_TIMEOUT_S), before Ray's own wait. No other
+    cluster is seen running (Ray's `auto` would take one over the file)."""
+    import ray._private.services as services
+
+    from redjury.engines.ray_engine import connect
+    from redjury.pipeline import RunError
+
+    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
+    try:
+        (temp / "ray").mkdir()
+        dead = _dead_address()
+        (temp / "ray" / "ray_current_cluster").write_text(dead)
+        monkeypatch.setenv("RAY_TMPDIR", str(temp))
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        monkeypatch.setattr(services, "find_gcs_addresses", lambda: [])
+        with pytest.raises(RunError) as refused:
+            connect("auto")
+        assert refused.value.exit_code == 2
+        message = str(refused.value)
+        # Ray writes the machine's own address for 127.0.0.1: the port is the file's.
+        port = dead.rsplit(":", 1)[1]
+        assert "--ray-address auto: no Ray cluster answers at " in message
+        assert f":{port} (from {temp / 'ray' / 'ray_current_cluster'}" in message
+        assert "ray_current_cluster" in message and "left by `ray start`" in message
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)

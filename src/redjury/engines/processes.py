@@ -31,7 +31,7 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,7 +113,7 @@ class _Job:
     evaluator: Evaluator
     header: dict[str, Any]
     build_hit: HitlogBuilder
-    done: set[int]
+    done: Container[str]
     shared: mmap.mmap
 
 
@@ -237,7 +237,7 @@ def _score_records(
     for rec in records:
         attempt = rec.attempt
         out.append((rec.line, None if attempt is None else attempt.id, rec.error, -1, 0))
-        if attempt is not None and rec.error is None and hash(attempt.id) not in job.done:
+        if attempt is not None and rec.error is None and attempt.id not in job.done:
             todo.append(len(out) - 1)
             attempts.append(attempt)
     build = job.build_hit

@@ -38,6 +38,7 @@ from redjury.attempts import Attempt
 from redjury.detectors.base import Detector
 from redjury.engines.sources import RaySources
 from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
+from redjury.idstore import IdStore
 from redjury.inputs import AttemptSource
 from redjury.judges.config import EvaluationSpec
 from redjury.pipeline import (
@@ -299,11 +300,15 @@ class RayRun(Run):
         super().__init__(options)
         self.inputs = source
         self.shards = Shards(options.out_dir / SHARD_DIR)
+        # Blocks scored but not yet merged (merging goes in block order, as they come).
         self.blocks: dict[int, tuple[int, RunTally, DigestBuilder]] = {}
+        self.merged = 0
+        self._tallies: RunTallies | None = None
         # Judge actor → its latest counters (see `merge_actor_stats`).
         self.actor_stats: dict[str, dict[str, dict[str, int]]] = {}
         self.stats: dict[str, dict[str, int]] = {}
-        self.kept_ids: set[str] = set()
+        # Ids resumed from earlier sessions' shards (not in the report): `gather` copies them.
+        self.from_shards = IdStore()
 
     def check_paths(self) -> None:
         missing = self.inputs.missing() if isinstance(self.inputs, RaySources) else None
@@ -346,6 +351,7 @@ class RayRun(Run):
         output, state, header = self.open(detectors)
         tallies = self.tallies(header, output)
         done = self.replay_all(state, tallies, output)
+        self._tallies = tallies
         if judged or self.config.evaluation.audit.enabled:
             asyncio.run(self._gate(detectors, state, output))
         gate = self._input_gate(state, refuse=not self.options.skip_bad_lines)
@@ -384,20 +390,17 @@ class RayRun(Run):
 
         return lambda err: output.report.write(input_error_row(err))
 
-    def replay_all(
-        self, state: ResumeState, tallies: RunTallies, output: RunOutput
-    ) -> dict[int, str | None]:
+    def replay_all(self, state: ResumeState, tallies: RunTallies, output: RunOutput) -> IdStore:
         """Count the rows an earlier run kept, in the report and in shards, each id once;
-        hash of id -> the kept row's content hash."""
+        id -> the kept row's content hash."""
         self.replay(state, tallies)
         done = state.attempt_hashes()
-        self.kept_ids = {str(r.get("id")) for r in state.kept if r["entry_type"] == "attempt"}
         resumed = self.resumed
         for path in self.shards.earlier():
             for row in read_rows(path):
-                key = hash(str(row.get("id")))
-                if row.get("entry_type") == "attempt" and key not in done:
-                    done[key] = row.get("content_hash")
+                key = str(row.get("id"))
+                if row.get("entry_type") == "attempt" and done.add(key, row.get("content_hash")):
+                    self.from_shards.add(key)
                     tallies.add(row)
                     self.resumed += 1
         if self.resumed > resumed:
@@ -482,17 +485,26 @@ class RayRun(Run):
             if stats is not None:
                 actor, counts = stats
                 _latest(self.actor_stats.setdefault(actor, {}), counts)
+        self._merge_ready()
+
+    def _merge_ready(self) -> None:
+        """Merge the blocks that are next in order (tallies, then their hitlog shards), so
+        the driver holds only the blocks that finished ahead of an earlier one."""
+        assert self._tallies is not None and self.output is not None
+        hitlog = self.output.hitlog
+        while self.merged in self.blocks:
+            _, tally, digest = self.blocks.pop(self.merged)
+            self._tallies.tally.merge(tally)
+            self._tallies.digest.merge(digest)
+            hitlog.flush()
+            with self.shards_of(self.merged, HITS_SUFFIX).open("rb") as src:
+                shutil.copyfileobj(src, hitlog._fh)  # type: ignore[union-attr]
+            self.merged += 1
 
     def merge(self, tallies: RunTallies, output: RunOutput) -> None:
-        """The blocks' tallies and hitlog shards, in block (input) order."""
-        output.hitlog.flush()
-        assert output.hitlog_path is not None
-        for block in sorted(self.blocks):
-            _, tally, digest = self.blocks[block]
-            tallies.tally.merge(tally)
-            tallies.digest.merge(digest)
-            with self.shards_of(block, HITS_SUFFIX).open("rb") as src:
-                shutil.copyfileobj(src, output.hitlog._fh)  # type: ignore[union-attr]
+        """The judge counters of all actors (the blocks were merged as they came, in order:
+        every block of the input has come by now)."""
+        assert not self.blocks, f"blocks never merged: {sorted(self.blocks)[:5]}"
         self.stats = merge_actor_stats(self.actor_stats)
 
     def shards_of(self, block: int, suffix: str) -> Path:
@@ -503,15 +515,15 @@ class RayRun(Run):
         report = output.report
         report.flush()
         fh = report._fh  # type: ignore[union-attr]
-        kept = set(self.kept_ids)
+        written = IdStore()
         for path in self.shards.earlier():
             with path.open("rb") as src:
                 for line in src:
                     key = _row_id(line) if line.endswith(b"\n") else None
-                    if key is not None and key not in kept:
-                        kept.add(key)
+                    if key is not None and key in self.from_shards and written.add(key):
                         fh.write(line)
-        for block in sorted(self.blocks):
+        written.close()
+        for block in range(self.merged):
             with self.shards_of(block, ROWS_SUFFIX).open("rb") as src:
                 shutil.copyfileobj(src, fh)
         report.flush()

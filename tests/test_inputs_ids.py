@@ -1,0 +1,87 @@
+"""The ids a run has seen (`IdStore`): exact answers in bounded memory, whatever the count."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from redjury_testing import redjury
+
+from redjury.idstore import SPILL_AT, IdStore
+from redjury.inputs import InputSet, check_inputs
+
+IDS = st.text("abcdef", min_size=1, max_size=3)
+OPS = st.lists(
+    st.tuples(st.sampled_from(["add", "find", "add_new", "isdisjoint"]), st.lists(IDS, max_size=4)),
+    max_size=60,
+)
+
+
+class Colliding(IdStore):
+    """Every id has one of two hashes: the table must tell ids apart by more than it."""
+
+    hash_of = staticmethod(lambda key: len(key) % 2)
+
+
+def _small(cls: type[IdStore]) -> IdStore:
+    return cls(spill_at=3, bloom_bits=64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPS, st.booleans())
+def test_a_store_that_spills_answers_as_a_dict_does(
+    ops: list[tuple[str, list[str]]], collide: bool
+) -> None:
+    store, model = _small(Colliding if collide else IdStore), {}
+    for n, (op, keys) in enumerate(ops):
+        if op == "add":
+            for k in keys:
+                assert store.add(k, f"v{n}") == (k not in model)
+                model.setdefault(k, f"v{n}")
+        elif op == "add_new":
+            fresh = len(set(keys)) == len(keys) and not any(k in model for k in keys)
+            assert store.add_new(keys) == fresh
+            if fresh:
+                model.update(dict.fromkeys(keys))
+        elif op == "isdisjoint":
+            assert store.isdisjoint(keys) == (not any(k in model for k in keys))
+        for k in keys:
+            assert store.find(k) == ((True, model[k]) if k in model else (False, None))
+        assert len(store) == len(model)
+    store.close()
+
+
+def test_memory_holds_only_the_recent_ids_the_rest_are_in_the_table() -> None:
+    store = IdStore()
+    for i in range(3 * SPILL_AT + 5):
+        assert store.add(f"attempt-{i}")
+    assert len(store._recent) < SPILL_AT and len(store) == 3 * SPILL_AT + 5
+    assert store._db is not None
+    (in_table,) = store._db.execute("SELECT count(*) FROM ids").fetchone()
+    assert in_table + len(store._recent) == len(store)
+    assert not store.add("attempt-0") and "attempt-17" in store and "attempt-x" not in store
+    store.close()
+    assert len(store) == 0 and "attempt-17" not in store
+
+
+def _attempts(path: Path, n: int, duplicate_at: int, of: int) -> Path:
+    with path.open("w") as fh:
+        for i in range(n):
+            number = of if i == duplicate_at else i
+            fh.write(json.dumps({"id": f"a{number}", "outputs": ["no"]}) + "\n")
+    return path
+
+
+def test_a_duplicate_of_an_id_long_moved_to_disk_names_its_file_line_and_id(
+    tmp_path: Path,
+) -> None:
+    n = SPILL_AT + 4000
+    src = _attempts(tmp_path / "in.jsonl", n, duplicate_at=n - 2, of=3)
+    good, errors, total = check_inputs(InputSet([src]))
+    assert (good, total) == (n - 1, 1)
+    assert str(errors[0]) == f"{src}:{n - 1}: id: duplicate id 'a3'"
+    proc = redjury("run", src, "--out", tmp_path / "out")
+    assert proc.returncode == 2
+    assert f"{src}:{n - 1}: id: duplicate id 'a3'" in proc.stderr
