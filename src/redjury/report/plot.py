@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redjury.stats.small_sample import applied_correction, shown_interval
+
 
 @dataclass(frozen=True)
 class Bar:
@@ -34,19 +36,8 @@ def asr_of(row: dict[str, Any]) -> float | None:
 
 
 def interval_of(row: dict[str, Any]) -> tuple[float | None, float | None]:
-    """The row's interval: garak's `confidence_*` fields (from the minimum sample size up)
-    or the small-sample `interval_*` ones; (None, None) without one."""
-    for prefix in ("confidence", "interval"):
-        lower, upper = row.get(f"{prefix}_lower"), row.get(f"{prefix}_upper")
-        if lower is not None and upper is not None:
-            return float(lower), float(upper)
-    return None, None
-
-
-def is_corrected(row: dict[str, Any]) -> bool:
-    """Whether the row's interval was widened for the detector's own error (Se/Sp)."""
-    correction = row.get("confidence_correction") or row.get("interval_correction") or {}
-    return correction.get("source", "none") not in ("none", None)
+    """The row's interval as the reports show it (`shown_interval`); (None, None) without."""
+    return shown_interval(row) or (None, None)
 
 
 def bars(evals: Sequence[dict[str, Any]]) -> list[Bar]:
@@ -59,7 +50,7 @@ def bars(evals: Sequence[dict[str, Any]]) -> list[Bar]:
             continue
         lower, upper = interval_of(row)
         probe, detector = str(row.get("probe")), str(row.get("detector"))
-        out.append(Bar(probe, detector, asr, lower, upper, is_corrected(row)))
+        out.append(Bar(probe, detector, asr, lower, upper, applied_correction(row) is not None))
     return out
 
 
