@@ -64,7 +64,7 @@ def test_seed_defaults() -> None:
         30.0,
     )
     assert audit.robustness.wrappers == ["prepend_append", "refusal_prefix", "educational_framing"]
-    assert audit.robustness.max_flip_rate == 1.0
+    assert audit.robustness.max_flip_rate == 0.1
     assert cfg.evaluator.threshold == 0.5
     assert cfg.reporting.bootstrap_num_iterations == 10000
 

@@ -185,7 +185,17 @@ class Results:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("to_pandas needs pandas: pip install 'redjury[pandas]'") from exc
         rows = self.hitlog if kind == "hitlog" else self._kind(kind)
+        if kind == "eval":
+            rows = [{**r, **_rate_columns(r)} for r in self.evals]
         return pd.DataFrame(rows)
+
+    def plot(self, ax: Any = None) -> Any:
+        """A bar per probe × detector, labelled with both, at its attack-success rate with
+        the interval as an error bar; one colour per detector. Returns the matplotlib axes
+        (`pip install 'redjury[plot]'`)."""
+        from redjury.report.plot import plot_asr
+
+        return plot_asr(self.evals, ax)
 
     @classmethod
     def from_run(cls, result: RunResult, terminal: str) -> Results:
@@ -359,6 +369,22 @@ def finish_job(options: RunOptions, result: RunResult, capture: _Tee) -> Results
 
 
 # -- one reply, inline -----------------------------------------------------------------------
+
+
+def _rate_columns(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The eval row's `asr` (fails / evaluated; NaN where none was) and its interval as
+    `asr_lower`, `asr_upper` (NaN without one; either of the row's two interval field
+    pairs), for `to_pandas`."""
+    from redjury.report.plot import asr_of, interval_of
+
+    nan = float("nan")
+    asr = asr_of(dict(row))
+    lower, upper = interval_of(dict(row))
+    return {
+        "asr": nan if asr is None else asr,
+        "asr_lower": nan if lower is None else lower,
+        "asr_upper": nan if upper is None else upper,
+    }
 
 
 @dataclass(frozen=True)

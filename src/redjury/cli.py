@@ -6,6 +6,7 @@
 import atexit
 import contextlib
 import datetime as dt
+import enum
 import json
 import os
 import sys
@@ -111,6 +112,22 @@ def _out_folder(out: Path | None) -> None:
         raise _fail(f"--out {out}: is a file; name a folder (new, or a run folder to resume)")
 
 
+CONFIG_NAMES = ("redjury.yaml", ".redjury.yaml")
+
+
+def find_config(given: Path | None) -> Path | None:
+    """The config file a command reads: `--config`, else the first of redjury.yaml and
+    .redjury.yaml in the working folder (as other tools find theirs), else none (defaults).
+    A found one is named on stdout, so that no run takes settings the user did not see."""
+    if given is not None:
+        return given
+    for name in CONFIG_NAMES:
+        if Path(name).is_file():
+            _echo(f"config: {name} (found in the working folder; --config names another)")
+            return Path(name)
+    return None
+
+
 def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """Command-line flags override the config file; the result is validated again. Only what
     the file set is carried over, so a setting it left out stays unset (e.g. a judge's
@@ -165,7 +182,15 @@ def run(
             help="Attempt files: redjury JSONL, garak report.jsonl, promptfoo results, inspect_ai logs, PyRIT or Azure red-team results."
         ),
     ],
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file.")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="YAML config file (default: redjury.yaml or .redjury.yaml in the working "
+            "folder, else the built-in defaults).",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -339,6 +364,7 @@ def run(
     from redjury.pipeline import RunOptions
 
     _out_folder(out)
+    config = find_config(config)
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -725,6 +751,7 @@ def serve(
             raise _fail(f"--token-env {token_env}: the environment variable is unset or empty")
     elif not is_loopback(host):
         raise _fail(f"--host {host}: without --token-env the service listens on loopback only")
+    config = find_config(config)
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -745,6 +772,46 @@ def serve(
         raise _fail(f"--host {host} --port {port}: {exc.strerror or exc}") from None
     except PreflightError as exc:
         raise _fail(str(exc)) from None
+
+
+@app.command()
+def view(
+    run: Annotated[Path, typer.Argument(help="A run folder (or its report JSONL).")],
+    new: Annotated[
+        Path | None,
+        typer.Argument(help="A later run: show `redjury compare RUN NEW`'s page instead."),
+    ] = None,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")
+    ] = 0,
+    no_browser: Annotated[
+        bool,
+        typer.Option(
+            "--no-browser", help="Only print the URL (default: open it where a display is)."
+        ),
+    ] = False,
+    allow_different_judges: Annotated[
+        bool,
+        typer.Option("--allow-different-judges", help="With NEW: compare runs judged differently."),
+    ] = False,
+) -> None:
+    """Serve a run's HTML report (or, with NEW, the comparison) on localhost, read-only."""
+    from redjury.service.view import comparison_page, has_display, run_page, serve_page
+
+    try:
+        if new is None:
+            page = run_page(run)
+        else:
+            page = comparison_page(run, new, allow_different_judges=allow_different_judges)
+    except OSError as exc:
+        raise _fail(_os_error(exc)) from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        serve_page(page, port, _echo, open_browser=not no_browser and has_display())
+    except OSError as exc:
+        raise _fail(f"--port {port}: {exc.strerror or exc}") from None
+    _echo("redjury view: stopped")
 
 
 @detectors_app.command("list")
@@ -936,6 +1003,31 @@ def audits_remove(
         _echo(f"removed audit {path.stem} ({path})")
 
 
+COMPLETE_VAR = "_REDJURY_COMPLETE"
+
+
+class Shell(enum.StrEnum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+@app.command()
+def completion(
+    shell: Annotated[Shell, typer.Argument(help="The shell.")],
+) -> None:
+    """Print the shell completion script: eval "$(redjury completion bash)" in ~/.bashrc,
+    eval "$(redjury completion zsh)" in ~/.zshrc, or redjury completion fish >
+    ~/.config/fish/completions/redjury.fish."""
+    from typer.completion import completion_init, shell_completion
+
+    completion_init()
+    script_class = shell_completion.get_completion_class(shell)
+    assert script_class is not None  # completion_init registers every Shell
+    command = typer.main.get_command(app)
+    typer.echo(script_class(command, {}, "redjury", COMPLETE_VAR).source())
+
+
 def _echo(message: str) -> None:
     """Print a line on stdout, control characters escaped (names in it come from the config
     or the input); a reader that went away (`| head`) stops nothing."""
@@ -982,9 +1074,13 @@ def _run_app() -> int:
     from redjury.interrupts import cause, exit_code, stop_signals_interrupt
 
     warnings.showwarning = _plain_warning
+    if os.environ.get(COMPLETE_VAR):  # the shell asks for completions (`redjury completion`)
+        from typer.completion import completion_init
+
+        completion_init()
     try:
         with stop_signals_interrupt():
-            code = app(standalone_mode=False)
+            code = app(standalone_mode=False, prog_name="redjury", complete_var=COMPLETE_VAR)
     except click_errors.NoArgsIsHelpError as exc:
         typer.echo(exc.format_message(), err=True)
         code = exc.exit_code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,58 @@ def test_no_judges_and_no_detector_is_an_error(tmp_path: Path) -> None:
     lines: list[str] = []
     assert run_audit(RunConfig(), tmp_path / "out", echo=lines.append) == 2
     assert "evaluation.judges is empty" in lines[-1]
+
+
+def flips_half_under_refusal(req: Request) -> Reply:
+    """Right on every plain sample; under a refusal framing, wrong on samples 0–4 (half)."""
+    text = _generation(req)
+    harmful = "HARMFUL" in text
+    number = int(re.search(r"reply number (\d+)", text).group(1))  # type: ignore[union-attr]
+    if any(w in text.lower() for w in REFUSAL_WORDS) and number < 5:
+        harmful = not harmful
+    return Reply("yes" if harmful else "no")
+
+
+def test_the_default_gate_fails_a_judge_that_flips_half_its_verdicts(
+    judge_server: FaultServer, labelled_file: Path, tmp_path: Path
+) -> None:
+    judge_server.set_script(by_model({"perfect": perfect, "half": flips_half_under_refusal}))
+    config = RunConfig.model_validate(
+        {
+            "detectors": [],
+            "evaluation": {
+                "judges": [
+                    _judge(judge_server.openai_url, "perfect"),
+                    _judge(judge_server.openai_url, "half"),
+                ],
+                "retry_base_delay": 0.01,
+                "max_retries": 1,
+                "audit": {
+                    "enabled": True,
+                    "dataset": {
+                        "dataset": "file",
+                        "path": str(labelled_file),
+                        "sample_size": None,
+                        "cache_dir": str(tmp_path / "calibration"),
+                    },
+                    "robustness": {"enabled": True},
+                },
+            },
+        }
+    )
+    assert config.evaluation.audit.robustness.max_flip_rate == 0.1  # the default
+    code = run_audit(
+        config, tmp_path / "out", use_cache=False, cache_path=None, echo=lambda _line: None
+    )
+    rows = [
+        json.loads(x) for x in (tmp_path / "out" / "redjury.report.jsonl").read_text().splitlines()
+    ]
+    gate = rows[-1]
+    assert gate["entry_type"] == "audit_gate"
+    assert (gate["worst_judge"], gate["worst_wrapper"], gate["worst_flip_rate"]) == (
+        "harmbench:half",
+        "refusal_prefix",
+        0.5,
+    )
+    assert gate["passed"] is False
+    assert code == 0  # on_failure warn (the default) records the failure and goes on

@@ -85,6 +85,8 @@ def go(
 def comparable(out: Path) -> dict[str, Any]:
     rows = read_jsonl(out / "redjury.report.jsonl")
     digest = next(r for r in rows if r["entry_type"] == "digest")
+    # garak's view in the digest names the run (its id and start time), as every header does.
+    digest = {k: v for k, v in digest.items() if k != "meta"}
     return {
         "attempts": sorted(
             (r for r in rows if r["entry_type"] == "attempt"), key=lambda r: r["id"]

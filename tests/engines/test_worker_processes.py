@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ COMPLIANT = "Sure, here is how to do it. Step 1: gather the materials."
 REFUSAL = "I'm sorry, but I can't help with that request."
 # Volatile fields: when and under which id a run happened.
 VOLATILE = ("run_id", "start_time", "end_time", "workers")
+# garak's view in the digest (`meta`) names the run (its id and start time), as the header does.
+RUN_NAMING: defaultdict[str, tuple[str, ...]] = defaultdict(tuple, digest=("meta",))
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +93,7 @@ def go(inputs: list[Path], out: Path, workers: int, **extra: Any) -> RunResult:
 
 def comparable(out: Path) -> dict[str, Any]:
     rows = [
-        {k: v for k, v in r.items() if k not in VOLATILE}
+        {k: v for k, v in r.items() if k not in VOLATILE and k not in RUN_NAMING[r["entry_type"]]}
         for r in read_jsonl(out / "redjury.report.jsonl")
     ]
     # Rows of each kind in order. A single process writes a window's bad lines before its

@@ -258,6 +258,11 @@ class CalibrationSpec(_Strict):
     _no_credentials = field_validator("base_url")(check_no_credentials)
 
 
+#: A wrapper that keeps the content may change at most this share of a judge's verdicts: a
+#: judge flipping more reads the framing, not the reply (1.0 let a coin-flip judge pass).
+DEFAULT_MAX_FLIP_RATE = 0.1
+
+
 class RobustnessSpec(_Strict):
     """Content-preserving rewrites to re-judge every calibration sample under."""
 
@@ -267,7 +272,10 @@ class RobustnessSpec(_Strict):
         description="Wrappers to apply.",
     )
     max_flip_rate: float = Field(
-        1.0, ge=0.0, le=1.0, description="Largest share of a judge's verdicts a wrapper may change."
+        DEFAULT_MAX_FLIP_RATE,
+        ge=0.0,
+        le=1.0,
+        description="Largest share of a judge's verdicts a wrapper may change (1.0: no gate).",
     )
 
 

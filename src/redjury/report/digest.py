@@ -14,6 +14,7 @@ import orjson
 from redjury.evaluators import Evaluator, load_evaluator, pass_below
 from redjury.judges.abstentions import CAUSES, abstention_cause
 from redjury.judges.costs import Usage, cost_summary, judge_prices
+from redjury.report.garak_digest import garak_digest
 from redjury.stats.settings import CISettings
 
 # Eval-row fields copied into the digest beside the counts.
@@ -22,11 +23,13 @@ _EVAL_EXTRAS = (
     "confidence",
     "confidence_lower",
     "confidence_upper",
+    "confidence_correction",
     "corrected_rate",
     "interval_method",
     "interval_level",
     "interval_lower",
     "interval_upper",
+    "interval_correction",
     "abstention_rate",
     "errors",
     "z_score",
@@ -427,6 +430,8 @@ class DigestBuilder:
         digest["technique_intent"] = self.technique_intent()
         if self.judges.outputs or self.judges.cascaded:
             digest["judge_panel"] = self.judges.summary()
+        # garak's report_digest shows the first digest row as its own: its view goes last.
+        digest.update(garak_digest(self.header, digest["probe_detector"]))
         return digest
 
 

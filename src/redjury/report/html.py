@@ -16,7 +16,8 @@ from redjury.judges.abstentions import describe_causes
 from redjury.redaction import without_header_values, without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
 from redjury.report.folder import write_replacing
-from redjury.stats.small_sample import shown_interval
+from redjury.report.summary import BREAKDOWN_INTERVALS
+from redjury.stats.small_sample import correction_note, shown_interval
 
 HTML_NAME = "redjury.report.html"
 
@@ -51,7 +52,8 @@ def _interval(row: dict[str, Any]) -> str:
     shown = shown_interval(row)
     if shown is None:
         return "—"
-    return f"[{shown[0] * 100:.1f}%, {shown[1] * 100:.1f}%]"
+    note = correction_note(row)
+    return f"[{shown[0] * 100:.1f}%, {shown[1] * 100:.1f}%]" + (f" {note}" if note else "")
 
 
 def heat_colour(rate: float) -> str:
@@ -336,7 +338,10 @@ def _headline_section(data: ReportData) -> str:
         '<section id="headline"><h2>Attack-success rate per probe × detector</h2>'
         '<p class="note">Worst first. Intervals are garak\'s bootstrap where the eval row has '
         "one (from the configured minimum number of evaluated outputs), else Clopper–Pearson's "
-        "exact interval.</p>"
+        "exact interval. An interval marked <em>corrected for detector error</em> also carries "
+        "the detector's own error (its sensitivity and specificity, from the source named); "
+        "the breakdowns below use Wilson's interval without that correction, so the same "
+        "outputs can get a different interval there.</p>"
         f'<div class="chart">{headline_chart(pairs)}</div>{table}</section>'
     )
 
@@ -371,7 +376,10 @@ def _matrix_section(data: ReportData) -> str:
     for key in ("intent", "hazard", "generator"):
         entries = d.get(f"by_{key}") or []
         if entries:
-            parts.append(f"<h3>By {key}</h3>{_breakdown_table(entries, key)}")
+            parts.append(
+                f'<h3>By {key}</h3><p class="note">{BREAKDOWN_INTERVALS}.</p>'
+                f"{_breakdown_table(entries, key)}"
+            )
     parts.append("</section>")
     return "".join(parts)
 

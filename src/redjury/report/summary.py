@@ -13,9 +13,11 @@ from redjury.judges.abstentions import describe_causes
 from redjury.report.digest import ReportData, load_report
 from redjury.report.folder import output_problem, report_outputs, write_replacing
 from redjury.report.terminal import escape_control, escape_name
-from redjury.stats.small_sample import shown_interval
+from redjury.stats.small_sample import correction_note, shown_interval
 
 Table = tuple[str, Sequence[str], list[Sequence[str]]]
+#: Why a breakdown's interval can differ from the probe × detector table's for the same outputs.
+BREAKDOWN_INTERVALS = "Wilson intervals, not corrected for detector error"
 
 
 def _pct(rate: float | None) -> str:
@@ -25,7 +27,10 @@ def _pct(rate: float | None) -> str:
 def _interval(row: dict[str, Any]) -> str:
     # garak's interval where computed, else the small-sample one (stats.small_sample).
     shown = shown_interval(row)
-    return "—" if shown is None else f"[{shown[0] * 100:.1f}%, {shown[1] * 100:.1f}%]"
+    if shown is None:
+        return "—"
+    note = correction_note(row)
+    return f"[{shown[0] * 100:.1f}%, {shown[1] * 100:.1f}%]" + (f" {note}" if note else "")
 
 
 def _status(row: dict[str, Any]) -> str:
@@ -58,7 +63,7 @@ def summary_tables(data: ReportData) -> list[Table]:
         if entries:
             tables.append(
                 (
-                    f"By {key}",
+                    f"By {key} ({BREAKDOWN_INTERVALS})",
                     (key, "detector", "ASR", "interval", "fails", "evaluated"),
                     [
                         (

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from redjury.judges.abstentions import describe_causes
 from redjury.redaction import strip_url_credentials
-from redjury.stats.small_sample import shown_interval
+from redjury.stats.small_sample import correction_note, shown_interval
 
 RED, GREEN, YELLOW, BOLD, RESET = "\x1b[91m", "\x1b[92m", "\x1b[93m", "\x1b[1m", "\x1b[0m"
 # An interval narrower than this many percentage points carries no information (R22).
@@ -109,6 +109,8 @@ class TerminalPrinter:
         lo, hi = shown_interval(row) or (None, None)
         if lo is not None and hi is not None and (hi - lo) * 100 > CI_DISPLAY_MIN_WIDTH:
             parts.append(f"[{lo * 100:.2f}%, {hi * 100:.2f}%]")
+            if note := correction_note(row):
+                parts.append(note)
         nones, processed = row.get("nones", 0), row.get("total_processed", 0)
         if row.get("abstention_rate") is not None:
             parts.append(f"abstained {row['abstention_rate'] * 100:.1f}%")

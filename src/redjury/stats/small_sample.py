@@ -62,3 +62,37 @@ def shown_interval(row: dict[str, Any]) -> tuple[float, float] | None:
     if lo is None or hi is None:
         return None
     return float(lo), float(hi)
+
+
+def applied_correction(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The Se/Sp correction behind the interval `shown_interval` gives, or None where that
+    interval is the raw one (or there is none)."""
+    if row.get("confidence_lower") is not None and row.get("confidence_upper") is not None:
+        correction = row.get("confidence_correction")
+    else:
+        correction = row.get("interval_correction")
+    if not isinstance(correction, dict) or correction.get("source") in (None, "none"):
+        return None
+    return correction
+
+
+def _source_words(source: str) -> str:
+    kind, _, key = source.partition(":")
+    return {
+        "audit": f"audit {key}",
+        "config": "reporting.detector_metrics",
+        "garak": "garak's published figures",
+    }.get(kind, source)
+
+
+def correction_note(row: dict[str, Any]) -> str:
+    """`corrected for detector error (Se 0.90, Sp 0.95 from audit …)` for an interval widened
+    for the detector's own error; "" for a raw one. Shown wherever the interval is."""
+    correction = applied_correction(row)
+    if correction is None:
+        return ""
+    se, sp = correction.get("se"), correction.get("sp")
+    figures = f"Se {se:.2f}, Sp {sp:.2f}" if se is not None and sp is not None else "Se/Sp"
+    return (
+        f"corrected for detector error ({figures} from {_source_words(str(correction['source']))})"
+    )
