@@ -40,11 +40,25 @@ GOAL_SECONDS, GOAL_MB = 10.0, 500.0
 GOAL_FLOOR_RATIO = 3.0
 
 COMPARE = """
-import json, sys, time
-t0 = time.perf_counter()
-import redjury
+import json, resource, sys, time
+def cpu(who=resource.RUSAGE_SELF):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+t0, started = time.perf_counter(), cpu()
+import redjury, redjury.comparison_parallel as parallel
+imported, reads, read_run = cpu(), [], parallel.read_run
+def timed(*args):
+    before = cpu()
+    try:
+        return read_run(*args)
+    finally:
+        reads.append(cpu() - before)
+parallel.read_run = timed
 found = redjury.compare(sys.argv[1], sys.argv[2])
-print(json.dumps({"inner_seconds": time.perf_counter() - t0, "rows": len(found.rows)}))
+split = {"startup": started, "imports": imported - started, "reads_here": reads,
+         "child": cpu(resource.RUSAGE_CHILDREN), "rest": cpu() - imported - sum(reads)}
+print(json.dumps({"inner_seconds": time.perf_counter() - t0, "rows": len(found.rows),
+                  "cpu_split": split}))
 """
 ORJSON_LINES = """
 import json, sys, orjson
@@ -138,6 +152,28 @@ def summarise(samples: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
+def split_summary(splits: list[dict[str, Any]]) -> dict[str, float]:
+    """Median CPU seconds of compare's parts: start-up, imports, BASE's read here, NEW's read in
+    the child (0 when both were read here), the rest (receiving NEW, pairing, the table); and
+    the wall time those parts would take with two free cores (the two reads side by side)."""
+    parts: dict[str, list[float]] = {}
+    for split in splits:
+        reads = split["reads_here"]
+        found = {
+            "startup": split["startup"],
+            "imports": split["imports"],
+            "base_read": reads[0],
+            "new_read": split["child"] if len(reads) == 1 else reads[1],
+            "rest": split["rest"],
+        }
+        side_by_side = split["child"] > 0
+        reading = max(reads[0], split["child"]) if side_by_side else sum(reads)
+        found["two_free_cores_wall"] = found["startup"] + found["imports"] + reading + found["rest"]
+        for key, value in found.items():
+            parts.setdefault(key, []).append(value)
+    return {key: round(statistics.median(values), 2) for key, values in parts.items()}
+
+
 def goal_misses(result: dict[str, Any]) -> list[str]:
     """Every goal the result misses, in words (an empty list when all are met)."""
     compare = result["compare"]
@@ -176,17 +212,21 @@ def main() -> None:
         new = synthetic_report(Path(tmp) / "new", args.attempts, seed=2)
         samples: dict[str, list[dict[str, Any]]] = {}
         rows = None
+        splits: list[dict[str, Any]] = []
         for _ in range(args.runs):
             for name, command in commands(base, new).items():
                 found = measure(command, env)
                 samples.setdefault(name, []).append(found)
                 if name == "compare":
-                    rows = json.loads(found["stdout"])["rows"]
+                    printed = json.loads(found["stdout"])
+                    rows = printed["rows"]
+                    splits.append(printed["cpu_split"])
         result = {
             "attempts": args.attempts,
             "report_mb": round(base.stat().st_size / 2**20, 1),
             "load_average": [round(x, 1) for x in os.getloadavg()],
             **summarise(samples),
+            "compare_cpu_split": split_summary(splits),
             "rows": rows,
             "expected_rows": expected_rows(),
         }

@@ -72,12 +72,12 @@ def compare(
     NEW − BASE per probe × detector, intent × detector and detector overall, with intervals,
     p-values adjusted across the table (`holm` or `bh`) and verdicts. Raises
     `redjury.comparison.CompareError` (a ValueError) for runs that cannot be compared."""
-    from redjury.comparison import CompareSettings, Vocabulary, comparison_rows, read_run
+    from redjury.comparison import CompareSettings, Vocabulary, comparison_rows
+    from redjury.comparison_parallel import read_runs
 
     settings = CompareSettings(margin, adjust, confidence, allow_different_judges)
     vocabulary = Vocabulary()
-    base_run = read_run(base, vocabulary, _label(base, "BASE"))
-    new_run = read_run(new, vocabulary, _label(new, "NEW"))
+    base_run, new_run = read_runs(base, new, vocabulary, (_label(base, "BASE"), _label(new, "NEW")))
     rows = cast("list[ComparisonRow]", comparison_rows(base_run, new_run, settings))
     return Comparison(base_run.label, new_run.label, rows, settings)
 
