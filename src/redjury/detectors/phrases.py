@@ -35,6 +35,9 @@ _COMMON_WORD_STARTS = " \n\"'*_>#([-/"
 _LEAD_GAP = r"[\s,;:—–\-]*"
 # How far back from a refusal phrase its opening (and any lead-ins) may start.
 _OPENING_WINDOW = 240
+# Up to this many characters one search with the leading class costs less than the
+# searches per character (`PhraseMatcher._refusal_matches`): a short reply takes that one.
+_SHORT_TEXT = 120
 _EVIDENCE_LIMIT = 60
 
 
@@ -371,6 +374,10 @@ class PhraseMatcher:
         time. At a given position only the search for the character there can match, and
         it matches as `refusal` would, so the leftmost of the searches' matches is
         `refusal`'s next match. Like `finditer`, each search resumes after the last match."""
+        if len(low) <= _SHORT_TEXT:
+            for match in self.refusal.finditer(low):
+                yield match.start() + 1, match.end()
+            return
         search = self.refusal_after
         starts = _ASCII_WORD_STARTS if low.isascii() else _WORD_STARTS
         pending = {c: found for c in starts if c in low if (found := search[c](low))}
