@@ -272,14 +272,12 @@ def _clip(matched: str) -> str:
 class _SearchPerChar(dict[str, Callable[..., "re.Match[str] | None"]]):
     """The `search` of a phrase scanner's pattern for each character that may come before a
     phrase: the pattern with its leading character class narrowed to that one character.
-    The characters most replies hold are compiled with the matcher (a few ms each), the
-    rest when a text first holds one (most never do)."""
+    Each is compiled when a text longer than `_SHORT_TEXT` first holds its character (tens
+    of ms each on a loaded machine: a run of short replies compiles none of them)."""
 
     def __init__(self, entries: list[list[str]]) -> None:
         super().__init__()
         self.alternation = alternation(entries)
-        for char in _COMMON_WORD_STARTS:
-            self.__missing__(char)
 
     def __missing__(self, char: str) -> Callable[..., re.Match[str] | None]:
         search = re.compile(re.escape(char) + self.alternation, re.MULTILINE).search
