@@ -742,6 +742,16 @@ def redjury_api(*args: object) -> dict:
 HEADER = ["case", "measure", "redjury", "peer", "peer / redjury", "goal", "status"]
 
 
+def outcome(rows: list[Row]) -> tuple[str, int]:
+    """The run's last line and exit status: 1 when any goal is missed."""
+    missed = [r for r in rows if r.met is False]
+    if missed:
+        return f"{len(missed)} goal(s) missed: " + "; ".join(r.measure for r in missed), 1
+    unchecked = sum(r.met is None and r.goal != "reported" for r in rows)
+    note = f" ({unchecked} goal(s) not checked at these sizes)" if unchecked else ""
+    return "all goals met" + note, 0
+
+
 def table(rows: list[Row]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
     for row in rows:
@@ -821,8 +831,8 @@ def main() -> int:
     date = started.strftime("%Y-%m-%d %H:%M UTC")
     text = table(rows)
     print(text)
-    missed = [r for r in rows if r.met is False]
-    print(f"\n{len(missed)} goal(s) missed" if missed else "\nall goals met")
+    line, code = outcome(rows)
+    print(f"\n{line}")
 
     RESULTS_JSON.parent.mkdir(exist_ok=True)
     RESULTS_JSON.write_text(
@@ -856,7 +866,7 @@ def main() -> int:
         if args.note:
             md += [args.note, ""]
         RESULTS_MD.write_text("\n".join(md))
-    return 1 if missed else 0
+    return code
 
 
 if __name__ == "__main__":
