@@ -204,6 +204,41 @@ def cmd_panel(args: argparse.Namespace) -> dict:
     }
 
 
+def cmd_api(args: argparse.Namespace) -> dict:
+    """Case 1 through the public API: `redjury.evaluate()` on already-parsed attempts, as a
+    user calls it (detectors none or the defaults, bootstrap CI, report and hitlog written)."""
+    import redjury
+    from redjury.attempts import Attempt
+
+    attempts = [
+        Attempt(
+            id=s.uuid,
+            probe=data.PROBE,
+            goal=s.goal,
+            prompt=s.prompt,
+            outputs=list(s.outputs),
+            intent=s.intent,
+            seq=s.seq,
+            run_id=RUN_ID,
+            detector_results={data.DETECTOR: list(s.scores)},
+        )
+        for s in data.scored_attempts(args.attempts)
+    ]
+    config: dict = {"reporting": {"seed": 42, "bootstrap_num_iterations": args.iterations}}
+    if args.detectors == "none":
+        config["detectors"] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        redjury.evaluate(attempts, config, out=tmp, progress=False, offline=True)
+        seconds = time.perf_counter() - t0
+        counts = None
+        for line in (Path(tmp) / "redjury.report.jsonl").open(encoding="utf-8"):
+            row = json.loads(line)
+            if row.get("entry_type") == "eval" and row.get("detector") == data.DETECTOR:
+                counts = {k: row[k] for k in ("passed", "fails", "nones")}
+    return {"seconds": seconds, "counts": counts}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -217,6 +252,10 @@ def main() -> None:
     b = sub.add_parser("bootstrap")
     b.add_argument("--n", type=int, required=True)
     b.add_argument("--iterations", type=int, default=10_000)
+    a = sub.add_parser("api")
+    a.add_argument("--attempts", type=int, required=True)
+    a.add_argument("--iterations", type=int, default=10_000)
+    a.add_argument("--detectors", choices=("none", "default"), required=True)
     j = sub.add_parser("panel")
     j.add_argument("--input", required=True)
     j.add_argument("--url", required=True)
@@ -229,6 +268,7 @@ def main() -> None:
         "detectors": cmd_detectors,
         "bootstrap": cmd_bootstrap,
         "panel": cmd_panel,
+        "api": cmd_api,
     }[args.cmd](args)
     print(json.dumps(result))
 

@@ -195,7 +195,7 @@ class Results:
         (`pip install 'redjury[plot]'`)."""
         from redjury.report.plot import plot_asr
 
-        return plot_asr(self.evals, ax)
+        return plot_asr([dict(r) for r in self.evals], ax)
 
     @classmethod
     def from_run(cls, result: RunResult, terminal: str) -> Results:
@@ -471,9 +471,9 @@ def _build_detector(key: Any) -> Detector:
 
 def _detectors(specs: Sequence[DetectorSpec] | None) -> list[Detector]:
     if specs is None:
-        from redjury.detectors.registry import detector_classes
+        from redjury.detectors.registry import default_detector_classes
 
-        specs = [n for n, c in detector_classes().items() if c.default_enabled]
+        specs = [cls.name for cls in default_detector_classes()]
     return [s if isinstance(s, Detector) else _build_detector(_detector_key(s)) for s in specs]
 
 

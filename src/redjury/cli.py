@@ -145,9 +145,9 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     if extra_detectors:
         current = data["detectors"]
         if current is None:
-            from redjury.detectors.registry import detector_classes
+            from redjury.detectors.registry import default_detector_classes
 
-            current = [{"type": n} for n, c in detector_classes().items() if c.default_enabled]
+            current = [{"type": cls.name} for cls in default_detector_classes()]
         replaced = {e["type"] for e in extra_detectors}
         current = [d for d in current if d["type"] not in replaced] + extra_detectors
         data["detectors"] = current

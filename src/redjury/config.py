@@ -11,7 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from redjury.config_files import check_named_files
 from redjury.config_yaml import Locate, YamlConfigError, read_yaml_config
 from redjury.detectors.base import Detector, DetectorParams
-from redjury.detectors.registry import detector_classes, find_detector_class
+from redjury.detectors.registry import (
+    default_detector_classes,
+    detector_classes,
+    find_detector_class,
+)
 from redjury.judges.config import EvaluationSpec
 from redjury.judges.config_checks import check_scoring_type
 
@@ -207,8 +211,7 @@ def _detector_problems(
     config: RunConfig,
 ) -> tuple[list[tuple[type[Detector], DetectorParams]], list[tuple[Loc, str]]]:
     if config.detectors is None:
-        classes = detector_classes()
-        return [(cls, cls.Params()) for cls in classes.values() if cls.default_enabled], []
+        return [(cls, cls.Params()) for cls in default_detector_classes()], []
     resolved: list[tuple[type[Detector], DetectorParams]] = []
     problems: list[tuple[Loc, str]] = []
     for i, entry in enumerate(config.detectors):

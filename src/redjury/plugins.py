@@ -60,12 +60,21 @@ class Registry(Generic[T]):
                     # A missing optional built-in must not take the others down with it.
                     if exc.name != module:
                         raise
+            self.load_plugins()
+            # Set last: a thread that sees it finds every class registered.
+            self._loaded = True
+
+    def load_plugins(self) -> None:
+        """Import the entry point group's classes (third parties), no other built-in."""
+        with self._lock:
             for ep in entry_points(group=self.group):
                 obj = ep.load()
                 if isinstance(obj, type) and issubclass(obj, self.base):
                     self.register(obj)
-            # Set last: a thread that sees it finds every class registered.
-            self._loaded = True
+
+    def registered(self) -> dict[str, T]:
+        """The classes registered so far by name, sorted (no module imported)."""
+        return dict(sorted(self._classes.items()))
 
     def classes(self) -> dict[str, T]:
         """Every registered class by name, sorted."""

@@ -148,3 +148,19 @@ def test_a_run_that_names_its_detectors_imports_only_theirs(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "none"
     assert rows_of(tmp_path / "out" / "redjury.report.jsonl", "attempt")
+
+
+def test_the_default_builtins_are_the_builtins_enabled_by_default() -> None:
+    from redjury.detectors.registry import (
+        DEFAULT_BUILTINS,
+        default_detector_classes,
+        detector_classes,
+    )
+
+    enabled = {
+        name
+        for name, cls in detector_classes().items()
+        if cls.default_enabled and cls.__module__.startswith("redjury.")
+    }
+    assert set(DEFAULT_BUILTINS) == enabled
+    assert {cls.name for cls in default_detector_classes()} >= enabled

@@ -13,7 +13,12 @@ from redjury.detectors.phrases import phrase_file_lines
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]{2,}")
 _STEM = 5
-_SPACES = str.maketrans({c: " " for c in "\n\t\r\"“”‘'’*_>#([{-/.,;:!?)]}`"})
+_SPACE_CHARS = "\n\t\r\"“”‘'’*_>#([{-/.,;:!?)]}`"
+_SPACES = str.maketrans({c: " " for c in _SPACE_CHARS})
+# The same for ASCII text as bytes: `bytes.translate` reads a 256-byte table, about ten
+# times faster than `str.translate`'s dict on a short reply.
+_ASCII_SPACE_BYTES = bytes(ord(c) for c in _SPACE_CHARS if c.isascii())
+_ASCII_SPACES = bytes.maketrans(_ASCII_SPACE_BYTES, b" " * len(_ASCII_SPACE_BYTES))
 
 
 @lru_cache(maxsize=8)
@@ -47,5 +52,12 @@ def goal_overlap(terms: frozenset[str], text: str) -> float:
         return 0.0
     # Word starts only ("steal" not in "mainstealth"): the lowered text with its whitespace
     # and common punctuation as spaces, searched for " " + stem.
-    low = " " + text.lower().translate(_SPACES)
+    low = " " + _spaced(text.lower())
     return sum((" " + term) in low for term in terms) / len(terms)
+
+
+def _spaced(low: str) -> str:
+    """`low` with its whitespace and common punctuation as spaces."""
+    if low.isascii():
+        return low.encode("ascii").translate(_ASCII_SPACES).decode("ascii")
+    return low.translate(_SPACES)

@@ -35,6 +35,9 @@ _COMMON_WORD_STARTS = " \n\"'*_>#([-/"
 _LEAD_GAP = r"[\s,;:—–\-]*"
 # How far back from a refusal phrase its opening (and any lead-ins) may start.
 _OPENING_WINDOW = 240
+# Up to this many characters one search with the leading class costs less than the
+# searches per character (`PhraseMatcher._refusal_matches`): a short reply takes that one.
+_SHORT_TEXT = 120
 _EVIDENCE_LIMIT = 60
 
 
@@ -269,14 +272,12 @@ def _clip(matched: str) -> str:
 class _SearchPerChar(dict[str, Callable[..., "re.Match[str] | None"]]):
     """The `search` of a phrase scanner's pattern for each character that may come before a
     phrase: the pattern with its leading character class narrowed to that one character.
-    The characters most replies hold are compiled with the matcher (a few ms each), the
-    rest when a text first holds one (most never do)."""
+    Each is compiled when a text longer than `_SHORT_TEXT` first holds its character (tens
+    of ms each on a loaded machine: a run of short replies compiles none of them)."""
 
     def __init__(self, entries: list[list[str]]) -> None:
         super().__init__()
         self.alternation = alternation(entries)
-        for char in _COMMON_WORD_STARTS:
-            self.__missing__(char)
 
     def __missing__(self, char: str) -> Callable[..., re.Match[str] | None]:
         search = re.compile(re.escape(char) + self.alternation, re.MULTILINE).search
@@ -371,6 +372,10 @@ class PhraseMatcher:
         time. At a given position only the search for the character there can match, and
         it matches as `refusal` would, so the leftmost of the searches' matches is
         `refusal`'s next match. Like `finditer`, each search resumes after the last match."""
+        if len(low) <= _SHORT_TEXT:
+            for match in self.refusal.finditer(low):
+                yield match.start() + 1, match.end()
+            return
         search = self.refusal_after
         starts = _ASCII_WORD_STARTS if low.isascii() else _WORD_STARTS
         pending = {c: found for c in starts if c in low if (found := search[c](low))}

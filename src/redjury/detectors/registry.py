@@ -43,6 +43,10 @@ BUILTIN_NAMES = {
     "hallucination": "redjury.judges.agentic",
 }
 
+# The built-ins a config without a `detectors` key runs (those with `default_enabled`; a
+# test checks this against the classes).
+DEFAULT_BUILTINS = ("jailbreak_heuristic", "pii_leak", "prompt_injection", "refusal_consistency")
+
 _DETECTORS: Registry[type[Detector]] = Registry(
     "detector", Detector, BUILTIN_MODULES, ENTRY_POINT_GROUP, BUILTIN_NAMES
 )
@@ -67,3 +71,13 @@ def find_detector_class(name: str) -> type[Detector] | None:
     """The detector class called `name`, importing only its module when it is a built-in;
     None when no detector has that name."""
     return _DETECTORS.find(name)
+
+
+def default_detector_classes() -> list[type[Detector]]:
+    """The detectors a config without a `detectors` key runs, sorted by name: the built-ins
+    of `DEFAULT_BUILTINS` and any plugin detector enabled by default. Imports those
+    built-ins' modules and the plugins only (no judge, so no HTTP client)."""
+    for name in DEFAULT_BUILTINS:
+        _DETECTORS.get(name)
+    _DETECTORS.load_plugins()
+    return [cls for cls in _DETECTORS.registered().values() if cls.default_enabled]

@@ -152,10 +152,15 @@ def can_use_workers(inputs: Any, detectors: list[Detector], workers: int) -> boo
 
 
 def _forkable(det: Detector) -> bool:
-    from redjury.detectors.guardrail import GuardrailDetector
-
     builtin = type(det).__module__.startswith("redjury.detectors.")
-    return builtin and not is_async(det) and not isinstance(det, GuardrailDetector)
+    return builtin and not is_async(det) and not _is_guardrail(det)
+
+
+def _is_guardrail(det: Detector) -> bool:
+    # A guardrail detector exists only where its module was imported: a run without one
+    # does not import it (nor what it imports) to find that out.
+    module = sys.modules.get("redjury.detectors.guardrail")
+    return module is not None and isinstance(det, module.GuardrailDetector)
 
 
 def file_chunks(path: Path, garak: bool, size: int) -> Iterator[Chunk]:
