@@ -537,7 +537,8 @@ def compare(
 ) -> None:
     """Did NEW get safer than BASE? NEW − BASE attack-success rates with intervals and verdicts."""
     from redjury.api_compare import compare as compare_runs
-    from redjury.report.compare import print_comparison, table_cells, write_outputs
+    from redjury.report.compare import print_comparison, table_cells
+    from redjury.report.compare_outputs import write_outputs
 
     try:
         found = compare_runs(
