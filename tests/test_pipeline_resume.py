@@ -13,8 +13,9 @@ from redjury_testing import read_jsonl, redjury, rows_of, write_jsonl
 
 import redjury as rj
 from redjury.api import as_config
-from redjury.inputs import AttemptList, InputRecord
+from redjury.inputs import AttemptList
 from redjury.pipeline import RunError, RunOptions, run
+from redjury.records import InputRecord
 
 REFUSAL = "I'm sorry, but I can't help with that request."
 CARD = "4539 1488 0343 6467"  # passes the Luhn check

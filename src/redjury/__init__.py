@@ -34,8 +34,8 @@ from redjury.api_compare import Comparison, compare  # noqa: E402
 from redjury.attempts import Attempt, Turn, Usage  # noqa: E402
 from redjury.config import ConfigError, RunConfig, load_config  # noqa: E402
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict  # noqa: E402
-from redjury.inputs import InputError  # noqa: E402
 from redjury.pipeline import RunError  # noqa: E402
+from redjury.records import InputError
 
 __all__ = [
     "Attempt",

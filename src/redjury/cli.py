@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
-from redjury.inputs import InputError
+from redjury.records import InputError
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME
 
 if TYPE_CHECKING:

@@ -35,16 +35,9 @@ from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector
 from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
-from redjury.inputs import (
-    MAX_REPORTED_ERRORS,
-    AttemptSource,
-    InputError,
-    InputRecord,
-    InputSet,
-    LineError,
-    path_problem,
-)
+from redjury.inputs import MAX_REPORTED_ERRORS, AttemptSource, InputSet, path_problem
 from redjury.interrupts import cause, exit_code, held
+from redjury.records import InputError, InputRecord, LineError
 from redjury.redaction import (
     Redactor,
     run_redactors,

@@ -310,7 +310,7 @@ def test_rerun_skips_attempts_already_in_shards(tmp_path: Path) -> None:
 
 
 def test_bad_line_refuses_the_input_and_leaves_no_files(tmp_path: Path) -> None:
-    from redjury.inputs import InputError
+    from redjury.records import InputError
 
     rows: list[Any] = attempts(5)
     src = write_jsonl(tmp_path / "in.jsonl", [rows[0], "{not json", *rows[1:]])

@@ -308,8 +308,8 @@ def test_a_block_of_ids_is_admitted_as_one_by_one_admits_it_or_not_at_all(
 ) -> None:
     """`admit_ids` (a clean chunk's fast path) counts a block exactly as `admit` would,
     record by record, when that admits every record; else it counts nothing."""
-    from redjury.inputs import LineError
     from redjury.pipeline import InputGate
+    from redjury.records import LineError
 
     def gate() -> InputGate:
         g = InputGate(refuse, done=dict.fromkeys(hash(d) for d in done))

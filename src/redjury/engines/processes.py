@@ -39,13 +39,8 @@ from typing import Any
 
 from redjury.detectors.base import Detector
 from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
-from redjury.inputs import (
-    InputRecord,
-    InputSet,
-    LineError,
-    detect_format,
-    redjury_line_records,
-)
+from redjury.inputs import InputSet, detect_format, redjury_line_records
+from redjury.records import InputRecord, LineError
 from redjury.report.digest import DigestBuilder
 from redjury.report.jsonl import row_line
 from redjury.rows import AttemptScorer, is_async

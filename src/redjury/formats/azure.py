@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from redjury.formats import DocumentFormat
 from redjury.formats.base import (
+    DocumentFormat,
     Located,
     attempt_record,
     bad,
@@ -24,7 +24,7 @@ from redjury.formats.base import (
     text_of,
 )
 from redjury.formats.streamed import START_ARRAY, head, items, values_at
-from redjury.inputs import InputRecord
+from redjury.records import InputRecord
 
 _KEYS = ("attack_details", "redteaming_data")
 _HEAD = re.compile(rb'(?<!\\)"(?:attack_details|redteaming_data)"\s*:\s*\[')

@@ -17,8 +17,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from redjury.formats import DocumentFormat
 from redjury.formats.base import (
+    DocumentFormat,
     Located,
     attempt_record,
     bad,
@@ -32,7 +32,7 @@ from redjury.formats.base import (
     text_of,
 )
 from redjury.formats.streamed import START_ARRAY, START_MAP, Head, head, items, kvitems
-from redjury.inputs import InputRecord
+from redjury.records import InputRecord
 
 _MEMORY_HEAD = re.compile(rb'\A\s*\[\s*\{[^\[]*?"conversation_id"\s*:', re.S)
 _ATTACKS_HEAD = re.compile(rb'(?<!\\)"attack_results"\s*:')

@@ -1,0 +1,8 @@
+"""The base of every error redjury raises on purpose, so that a caller can catch them all."""
+
+from __future__ import annotations
+
+
+class RedjuryError(Exception):
+    """Raised by redjury for a problem it found and names (bad config, bad input, a failed
+    run, an audit that cannot run); each subclass keeps its other base (ValueError, …)."""
