@@ -158,7 +158,8 @@ def cmd_memory(args: argparse.Namespace) -> dict:
     RSS when 10%, 50% and 100% of the attempts have been read by the scoring pass."""
     from redjury import inputs as inputs_module
     from redjury.config import parse_config
-    from redjury.pipeline import RunOptions, run
+    from redjury.engines import run
+    from redjury.pipeline import RunOptions
 
     total = args.attempts
     marks = {int(total * f): f"{int(f * 100)}%" for f in (0.1, 0.5, 1.0)}
@@ -226,7 +227,8 @@ def cmd_panel(args: argparse.Namespace) -> dict:
     import warnings
 
     from redjury.config import parse_config
-    from redjury.pipeline import RunOptions, run
+    from redjury.engines import run
+    from redjury.pipeline import RunOptions
 
     warnings.simplefilter("ignore")
     config = parse_config(panel_config(args))

@@ -146,9 +146,9 @@ def test_hits_callback_receives_each_failing_output_once_per_detector() -> None:
 
 
 def test_hitlog_lines_are_each_hits_line_in_order() -> None:
-    from redjury.evaluators import HitlogBuilder
+    from redjury.report.hitlog import HitlogLines
 
-    build = HitlogBuilder("g", None)
+    build = HitlogLines("g", None)
     row = attempt_row("p", {"d": [0.5, 0.1, 0.9]}, outputs=["a", "b", "c"], seq=2**70)
     normal = attempt_row("p", {"d": [0.5, 0.1, 0.9]}, outputs=["a", "b", "c"])
     for one in (normal, row):  # a seq beyond 64 bits takes the dict's serialisation

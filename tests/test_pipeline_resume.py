@@ -13,8 +13,10 @@ from redjury_testing import read_jsonl, redjury, rows_of, write_jsonl
 
 import redjury as rj
 from redjury.api import as_config
+from redjury.engines import run
+from redjury.errors import RunError
 from redjury.inputs import AttemptList
-from redjury.pipeline import RunError, RunOptions, run
+from redjury.pipeline import RunOptions
 from redjury.records import InputRecord
 
 REFUSAL = "I'm sorry, but I can't help with that request."

@@ -225,14 +225,15 @@ async def aevaluate(
     options.engine, options.ray_address = engine, ray_address
     options.ray_workers, options.keep_shards = ray_workers, keep_shards
     options.workers = workers
-    from redjury.pipeline import Run, run
+    from redjury.engines import run
+    from redjury.engines.local import local_run
 
     if engine != "local":  # the engine drives its own cluster: keep this loop free meanwhile
         import asyncio  # here: runs without judges never need it
 
         result = await asyncio.to_thread(run, options)
     else:
-        result = await Run(options).aexecute()
+        result = await local_run(options).aexecute()
     return Results.from_run(result, capture.text())
 
 
@@ -269,7 +270,7 @@ def evaluate(
     options.engine, options.ray_address = engine, ray_address
     options.ray_workers, options.keep_shards = ray_workers, keep_shards
     options.workers = workers
-    from redjury.pipeline import run
+    from redjury.engines import run
 
     result = run(options)
     return Results.from_run(result, capture.text())
@@ -469,7 +470,7 @@ def judge_panel(config: ConfigLike, *, use_cache: bool = True) -> Detector:
 # -- the judges' audit -----------------------------------------------------------------------
 
 
-def audit(
+def audit_judges(
     config: ConfigLike,
     *,
     out: str | Path | None = None,

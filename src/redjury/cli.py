@@ -315,7 +315,8 @@ def run(
 ) -> None:
     """Judge recorded attempts and write a report, a hitlog and per probe × detector results."""
     from redjury.api import evaluate
-    from redjury.pipeline import RunError, RunInterrupted
+    from redjury.errors import RunError
+    from redjury.pipeline import RunInterrupted
     from redjury.report.terminal import printable
 
     _out_folder(out)
@@ -591,7 +592,7 @@ def audit(
     ] = None,
 ) -> None:
     """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
-    from redjury.api import audit as run_audit
+    from redjury.api import audit_judges as run_audit
     from redjury.audit.command import audit_rows, render_table
     from redjury.audit.runner import AuditError
 
@@ -974,7 +975,7 @@ def _run_app() -> int:
         typer.echo(f"redjury: {cause(interrupt)}", err=True)
         code = exit_code(interrupt)
     except Exception as exc:  # the last resort: an internal error, exit 1
-        from redjury.pipeline import RunError
+        from redjury.errors import RunError
         from redjury.report.terminal import printable
 
         if isinstance(exc, RunError):  # raised where no command expects it (a judge cache)

@@ -20,6 +20,8 @@ from redjury.config_files import (
 from redjury.config_yaml import Locate, YamlConfigError, read_yaml_config
 from redjury.detectors.base import Detector, DetectorParams
 from redjury.detectors.registry import detector_classes, find_detector_class
+from redjury.errors import RedjuryError
+from redjury.evaluators import load_evaluator
 from redjury.judges.config import EvaluationSpec
 from redjury.judges.config_checks import check_scoring_type
 
@@ -30,7 +32,7 @@ MAX_SEED = 2**64 - 1
 Loc = tuple[int | str, ...]
 
 
-class ConfigError(ValueError):
+class ConfigError(RedjuryError, ValueError):
     """A configuration problem; each message names the key path it is about."""
 
     def __init__(self, messages: list[str]) -> None:
@@ -55,6 +57,16 @@ class EvaluatorSpec(_Strict):
         le=1.0,
         description="ThresholdEvaluator: an output passes iff its score < threshold (equal fails).",
     )
+
+    @field_validator("type")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        # Loaded here, so that a bad name or import path stops the config, not the run.
+        try:
+            load_evaluator(value)
+        except ValueError as exc:
+            raise ValueError(str(exc).removeprefix("evaluator.type: ")) from None
+        return value
 
 
 class DetectorMetric(_Strict):

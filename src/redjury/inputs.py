@@ -15,6 +15,7 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt, FieldError, checked_attempt
+from redjury.errors import RedjuryError
 from redjury.records import InputRecord, LineError, loads_json
 
 MAX_REPORTED_ERRORS = 20
@@ -279,7 +280,7 @@ def _is_utf8(raw: bytes) -> bool:
     return True
 
 
-class _RepeatedKey(ValueError):
+class _RepeatedKey(RedjuryError, ValueError):
     pass
 
 

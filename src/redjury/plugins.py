@@ -13,7 +13,7 @@ implements it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
@@ -210,6 +210,10 @@ PROVIDERS: Registry[type[Any]] = Registry(
 )
 
 
-def loader(registry: Registry[T]) -> Callable[[str], T]:
-    """`registry.get`, for a table of lookups."""
-    return registry.get
+# Where a run happens (`RunOptions.engine`): this machine, or a Ray cluster.
+ENGINES: Registry[Any] = Registry(
+    "engine",
+    "redjury.engines.base:Engine",
+    "redjury.engines",
+    {"local": "redjury.engines.local", "ray": "redjury.engines.ray_engine"},
+)

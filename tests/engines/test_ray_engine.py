@@ -21,7 +21,8 @@ from judge_specs import judge  # noqa: E402
 from redjury_testing import REPO, read_jsonl, redjury, write_jsonl  # noqa: E402
 
 from redjury.config import parse_config  # noqa: E402
-from redjury.pipeline import RunOptions, RunResult, run  # noqa: E402
+from redjury.engines import run  # noqa: E402
+from redjury.pipeline import RunOptions, RunResult  # noqa: E402
 
 COMPLIANT = "Sure, here is how to do it. Step 1: gather the materials."
 REFUSAL = "I'm sorry, but I can't help with that request."

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from redjury_testing import REPO, read_jsonl, rows_of, write_jsonl
 
 from redjury.config import parse_config
-from redjury.engines import processes
+from redjury.engines import processes, run
 from redjury.inputs import InputSet
-from redjury.pipeline import InputError, RunOptions, RunResult, run
+from redjury.pipeline import InputError, RunOptions, RunResult
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "darwin" or "fork" not in multiprocessing.get_all_start_methods(),

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from redjury import __version__
 from redjury.attempts import Attempt
 from redjury.audit.counting import counting_report, upstream_panel
 from redjury.audit.datasets import STORED_JUDGES, CalibrationSet, LabelledSample, sample_ids_digest
@@ -29,8 +28,10 @@ from redjury.audit.metrics import (
 )
 from redjury.audit.wrappers import get_wrapper
 from redjury.detectors.base import Detector, Finding, Verdict
+from redjury.errors import RedjuryError
 from redjury.judges.config import AuditSpec
 from redjury.stats import Correction
+from redjury.version import __version__
 
 #: The name the panel's aggregate verdict is reported under.
 PANEL = "panel"
@@ -39,7 +40,7 @@ CASCADE = "cascade"
 PANEL_DETECTOR = "judge_panel"
 
 
-class AuditError(Exception):
+class AuditError(RedjuryError):
     """An audit that cannot run (no judges, unknown wrapper, bad dataset)."""
 
 

@@ -29,7 +29,7 @@ def detector_classes() -> dict[str, type[Detector]]:
 
 
 def get_detector_class(name: str) -> type[Detector]:
-    return DETECTORS.get(name)  # type: ignore[no-any-return]
+    return DETECTORS.get(name)
 
 
 def find_detector_class(name: str) -> type[Detector] | None:

@@ -12,6 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt
+from redjury.errors import RedjuryError
 from redjury.records import InputRecord, LineError
 
 # A zip archive's first bytes: a member's local header, or the end record of an empty one.
@@ -35,7 +36,7 @@ class Located:
     where: str
 
 
-class DocumentError(Exception):
+class DocumentError(RedjuryError):
     """The document as a whole cannot be read; carries the located error."""
 
     def __init__(self, error: LineError) -> None:

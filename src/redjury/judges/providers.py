@@ -15,8 +15,9 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
+from redjury.errors import RedjuryError
 from redjury.judges.answer_checks import InvalidAnswer, logprob_table, token_count
-from redjury.judges.config import ConnectionType, JudgeSpec
+from redjury.judges.config import JudgeSpec
 from redjury.judges.config_checks import check_no_query
 from redjury.plugins import PROVIDERS
 
@@ -39,7 +40,7 @@ TOP_LOGPROBS = 5
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class MalformedResponse(Exception):
+class MalformedResponse(RedjuryError):
     """The server answered 200 with a body that is not the protocol's response."""
 
 
@@ -417,7 +418,7 @@ def provider_for(
     spec: JudgeSpec,
     *,
     logprobs: bool = False,
-    table: dict[ConnectionType, type[Provider]] | None = None,
+    table: dict[str, type[Provider]] | None = None,
     mode: str = "",
 ) -> Provider:
     """The provider class for the judge's connection type, from `table` (chat by default)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from redjury.attempts import Attempt
+from redjury.errors import RedjuryError
 from redjury.judges.answer_checks import InvalidAnswer, json_object_once, logprob_table
 from redjury.judges.config import ScoringSpec
 from redjury.judges.config_checks import read_named_file
@@ -42,7 +43,7 @@ def fill(template: str, **values: str) -> str:
         ) from exc
 
 
-class MissingInput(Exception):
+class MissingInput(RedjuryError):
     """The attempt lacks a field the template needs; the judge abstains with this reason."""
 
 
@@ -391,4 +392,4 @@ def scoring_types() -> dict[str, type[ScoringType]]:
 
 
 def get_scoring_type(name: str) -> type[ScoringType]:
-    return SCORING_TYPES.get(name)  # type: ignore[no-any-return]
+    return SCORING_TYPES.get(name)
