@@ -37,6 +37,7 @@ from redjury.errors import RunError
 from redjury.evaluators import DetectorTally, Evaluator, RunTally, load_evaluator
 from redjury.inputs import MAX_REPORTED_ERRORS, AttemptSource, InputSet, path_problem
 from redjury.interrupts import cause, exit_code, held
+from redjury.plugins import WRITERS
 from redjury.records import InputError, InputRecord, LineError
 from redjury.redaction import (
     Redactor,
@@ -85,9 +86,10 @@ SYNC_BYTES = 8 << 20
 # Attempts being judged at once (their requests still queue behind the engine's limits).
 MAX_PENDING = 512
 # Reporting settings that only decide how results are shown, never what a row says: a
-# resume may change them. Everything else in the config is part of the fingerprint.
+# resume may change them, and so may any setting naming a report writer (`html`, `junit`:
+# `plugins.WRITERS`). Everything else in the config is part of the fingerprint.
 _PRESENTATION = frozenset(
-    {"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"}
+    {"show_z", "narrow", "fail_on_asr", "fail_on_errors"}
     | {"max_abstention_rate", "allow_abstentions"}
 )
 EXIT_INTERRUPTED = 130
@@ -165,7 +167,9 @@ def config_fingerprint(config: RunConfig) -> str:
         "schema_dir": config.schema_dir,
         "evaluation": config.evaluation.model_dump(mode="json", exclude={"audit"}),
         "evaluator": config.evaluator.model_dump(mode="json"),
-        "reporting": config.reporting.model_dump(mode="json", exclude=set(_PRESENTATION)),
+        "reporting": config.reporting.model_dump(
+            mode="json", exclude=_PRESENTATION | set(WRITERS.names())
+        ),
     }
     return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[
         :16

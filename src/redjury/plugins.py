@@ -210,6 +210,14 @@ PROVIDERS: Registry[type[Any]] = Registry(
 )
 
 
+# Files written from a finished run's report, each named by the `reporting` key asking for it.
+WRITERS: Registry[type[Any]] = Registry(
+    "report writer",
+    "redjury.report.writer:ReportWriter",
+    "redjury.writers",
+    {"html": "redjury.report.html", "junit": "redjury.report.junit"},
+)
+
 # Where a run happens (`RunOptions.engine`): this machine, or a Ray cluster.
 ENGINES: Registry[Any] = Registry(
     "engine",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from redjury.formats.base import ZIP_SIGNATURES, DocumentFormat
+from redjury.plugins import FORMATS
 from redjury.records import BOM, InputRecord, loads_json
 
 HEAD_BYTES = 1 << 16
@@ -19,10 +20,8 @@ FIRST_LINE_BYTES = 1 << 24
 
 
 def _registry() -> list[DocumentFormat]:
-    # Most distinctive first: an Azure scan or PyRIT file never carries inspect's `eval`.
-    from redjury.formats import azure, inspect_ai, promptfoo, pyrit
-
-    return [azure.FORMAT, pyrit.ATTACKS, pyrit.MEMORY, inspect_ai.FORMAT, promptfoo.FORMAT]
+    # Recognition order: the built-ins' table order (most distinctive first), then plugins.
+    return FORMATS.ordered()
 
 
 def classify(doc: Any) -> str | None:

@@ -24,6 +24,7 @@ from redjury.formats.base import (
     text_of,
 )
 from redjury.formats.streamed import START_ARRAY, head, items, values_at
+from redjury.plugins import FORMATS
 from redjury.records import InputRecord
 
 _KEYS = ("attack_details", "redteaming_data")
@@ -116,6 +117,8 @@ def _fields(detail: dict[str, Any], index: int, doc: dict[str, Any], path: Path)
     }
 
 
-FORMAT = DocumentFormat(
-    name="azure_red_team", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+FORMAT = FORMATS.register(
+    DocumentFormat(
+        name="azure_red_team", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+    )
 )

@@ -41,6 +41,7 @@ from redjury.formats.zipped import (
     open_archive,
     read_member,
 )
+from redjury.plugins import FORMATS
 from redjury.records import InputRecord, loads_json
 
 _HEAD = re.compile(rb'(?<!\\)"eval"\s*:\s*\{')
@@ -352,6 +353,8 @@ def scores_of(
     return verdicts, raw
 
 
-FORMAT = DocumentFormat(
-    name="inspect_ai", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+FORMAT = FORMATS.register(
+    DocumentFormat(
+        name="inspect_ai", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+    )
 )

@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from redjury.config import ReportingSpec
-from redjury.report.digest import HIT_LIMIT, load_report
-from redjury.report.folder import write_replacing
-from redjury.report.html import HTML_NAME, render_html
+from redjury.plugins import WRITERS
+from redjury.report.digest import load_report
 from redjury.report.html import write_html as write_html
-from redjury.report.junit import write_junit
 from redjury.report.summary import print_summary as print_summary
 from redjury.report.terminal import escape_control
 
@@ -46,18 +44,13 @@ def asr_gate_failures(evals: list[dict[str, Any]], limit: float | dict[str, floa
 
 def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None]) -> int:
     """Write the requested outputs and apply the gates; return 4 when a gate trips, else 0."""
-    wanted = reporting.html or reporting.junit or reporting.fail_on_asr is not None
+    writers = [w for w in WRITERS.ordered() if getattr(reporting, w.name, None)]
+    wanted = writers or reporting.fail_on_asr is not None
     if not wanted and reporting.fail_on_errors is None:
         return 0  # nothing asked for: do not read the report back
-    data = load_report(out_dir, HIT_LIMIT if reporting.html else 0)
-    if reporting.html:
-        html = render_html(data)
-        target = write_replacing(
-            data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
-        )
-        echo(f"html: {target}")
-    if reporting.junit:
-        echo(f"junit: {write_junit(data, Path(reporting.junit))}")
+    data = load_report(out_dir, max((w.hits for w in writers), default=0))
+    for writer in writers:
+        echo(f"{writer.name}: {writer().write(data, getattr(reporting, writer.name))}")
     code = 0
     if reporting.fail_on_asr is not None:
         failures = asr_gate_failures(data.evals, reporting.fail_on_asr)
