@@ -168,7 +168,7 @@ def config_fingerprint(config: RunConfig) -> str:
         "evaluation": config.evaluation.model_dump(mode="json", exclude={"audit"}),
         "evaluator": config.evaluator.model_dump(mode="json"),
         "reporting": config.reporting.model_dump(
-            mode="json", exclude=_PRESENTATION | set(WRITERS.names())
+            mode="json", exclude=set(_PRESENTATION) | set(WRITERS.names())
         ),
     }
     return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[
