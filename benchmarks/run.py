@@ -646,7 +646,7 @@ def case_memory(sz: Sizes, tmp: Path) -> tuple[list[Row], dict]:
     return [
         Row(
             "5",
-            f"{sz.memory_attempts:,} attempts through pii_leak + prompt_injection (`redjury.pipeline.run`)",
+            f"{sz.memory_attempts:,} attempts through pii_leak + prompt_injection (`redjury.engines.run`)",
             text,
             "—",
             None,
