@@ -53,7 +53,6 @@ def test_every_exception_redjury_defines_derives_from_redjury_error() -> None:
         ("AuditError", Exception),
         ("CompareError", ValueError),
         ("ConfigError", ValueError),
-        ("DatasetError", Exception),
         ("InputError", ValueError),
         ("RunError", Exception),
         ("RunInterrupted", Exception),

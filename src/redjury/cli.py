@@ -594,7 +594,7 @@ def audit(
     """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
     from redjury.api import audit_judges as run_audit
     from redjury.audit.command import audit_rows, render_table
-    from redjury.audit.runner import AuditError
+    from redjury.errors import AuditError
 
     _out_folder(out)
     try:

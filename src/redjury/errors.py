@@ -14,3 +14,7 @@ class RunError(RedjuryError):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class AuditError(RedjuryError):
+    """An audit that cannot run (no judges, unknown wrapper, bad dataset)."""

@@ -1221,7 +1221,7 @@ class Run:
     async def _audit(self, detectors: list[Detector], report: RowSink) -> bool:
         """The pre-run judge audit; False when its gate says stop."""
         from redjury.audit.command import aaudit_before_run
-        from redjury.audit.runner import AuditError
+        from redjury.errors import AuditError
 
         panel = next((d for d in detectors if d.name == "judge_panel"), None)
         try:

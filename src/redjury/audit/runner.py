@@ -28,7 +28,7 @@ from redjury.audit.metrics import (
 )
 from redjury.audit.wrappers import get_wrapper
 from redjury.detectors.base import Detector, Finding, Verdict
-from redjury.errors import RedjuryError
+from redjury.errors import AuditError
 from redjury.judges.config import AuditSpec
 from redjury.stats import Correction
 from redjury.version import __version__
@@ -38,10 +38,6 @@ PANEL = "panel"
 #: The name the cascade (its detectors, then the panel) is reported under.
 CASCADE = "cascade"
 PANEL_DETECTOR = "judge_panel"
-
-
-class AuditError(RedjuryError):
-    """An audit that cannot run (no judges, unknown wrapper, bad dataset)."""
 
 
 # -- what is audited -----------------------------------------------------------------------
