@@ -29,10 +29,9 @@ from redjury.api import (
 )
 from redjury.api_compare import Comparison, compare
 from redjury.attempts import Attempt, Turn, Usage
-from redjury.comparison import CompareError
 from redjury.config import ConfigError, RunConfig, load_config
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict
-from redjury.errors import AuditError, RedjuryError, RunError
+from redjury.errors import AuditError, CompareError, RedjuryError, RunError
 from redjury.pipeline import RunInterrupted
 from redjury.records import InputError
 from redjury.version import __version__

@@ -13,14 +13,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from redjury.errors import RedjuryError
+from redjury.errors import CompareError
 from redjury.report.digest import evaluator_of, report_path_of
 from redjury.stats.settings import Correction
-
-
-class CompareError(RedjuryError, ValueError):
-    """Runs that cannot be compared (unreadable, or judged differently): exit 2."""
-
 
 _NULL = msgspec.Raw(b"null")
 

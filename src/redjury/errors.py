@@ -18,3 +18,7 @@ class RunError(RedjuryError):
 
 class AuditError(RedjuryError):
     """An audit that cannot run (no judges, unknown wrapper, bad dataset)."""
+
+
+class CompareError(RedjuryError, ValueError):
+    """Runs that cannot be compared (unreadable, or judged differently): exit 2."""
