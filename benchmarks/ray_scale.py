@@ -60,7 +60,8 @@ def write_panel_input(path: Path, n: int) -> None:
 # -- one timed run, in its own process ------------------------------------------------------
 def worker(args: argparse.Namespace) -> dict:
     from redjury.config import parse_config
-    from redjury.pipeline import RunOptions, run
+    from redjury.engines import run
+    from redjury.pipeline import RunOptions
 
     config: dict = {"reporting": {"seed": 42}}
     if args.url:

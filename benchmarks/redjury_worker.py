@@ -173,11 +173,12 @@ def panel_config(args: argparse.Namespace) -> dict:
 
 
 def cmd_panel(args: argparse.Namespace) -> dict:
-    """Cases 3 and 4: a 3-judge panel over the attempts file through `redjury.pipeline.run`."""
+    """Cases 3 and 4: a 3-judge panel over the attempts file through `redjury.engines.run`."""
     import warnings
 
     from redjury.config import parse_config
-    from redjury.pipeline import RunOptions, run
+    from redjury.engines import run
+    from redjury.pipeline import RunOptions
 
     warnings.simplefilter("ignore")
     config = parse_config(panel_config(args))

@@ -244,9 +244,9 @@ def test_registries_list_and_register_from_code() -> None:
         assert redjury.detectors.get("api_test_shouting") is Shouting
         assert redjury.detect("NO WAY", ["api_test_shouting"])["api_test_shouting"].failed
     finally:  # the registry is the process's: later tests (the README reference) see it
-        from redjury.detectors.registry import _DETECTORS
+        from redjury.plugins import DETECTORS
 
-        _DETECTORS._classes.pop("api_test_shouting", None)
+        DETECTORS._plugins.pop("api_test_shouting", None)
 
 
 def test_every_public_name_has_a_docstring() -> None:

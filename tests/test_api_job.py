@@ -177,9 +177,9 @@ def scripted() -> Iterator[str]:
     process's: the registry's and the docs' tests must not see it)."""
     redjury.detectors.register(_Scripted)
     yield _Scripted.name
-    from redjury.detectors.registry import _DETECTORS
+    from redjury.plugins import DETECTORS
 
-    _DETECTORS._classes.pop(_Scripted.name, None)
+    DETECTORS._plugins.pop(_Scripted.name, None)
 
 
 SCORES = st.none() | st.floats(0.0, 1.0) | st.sampled_from([0.0, 0.5, 0.6, 1.0])

@@ -10,7 +10,8 @@ from compare_runs import PII_ONLY, attempts_with_rates
 from redjury_testing import REPO
 
 import redjury
-from redjury.comparison import CompareError, instrument_differences
+from redjury.comparison import instrument_differences
+from redjury.errors import CompareError
 
 
 def _run(rows: list[dict], out: Path, config: dict | None = None) -> redjury.Results:

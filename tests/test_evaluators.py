@@ -146,9 +146,9 @@ def test_hits_callback_receives_each_failing_output_once_per_detector() -> None:
 
 
 def test_hitlog_lines_are_each_hits_line_in_order() -> None:
-    from redjury.evaluators import HitlogBuilder
+    from redjury.report.hitlog import HitlogLines
 
-    build = HitlogBuilder("g", None)
+    build = HitlogLines("g", None)
     row = attempt_row("p", {"d": [0.5, 0.1, 0.9]}, outputs=["a", "b", "c"], seq=2**70)
     normal = attempt_row("p", {"d": [0.5, 0.1, 0.9]}, outputs=["a", "b", "c"])
     for one in (normal, row):  # a seq beyond 64 bits takes the dict's serialisation
@@ -195,7 +195,7 @@ def test_hitlog_entry_has_garaks_fields() -> None:
 def test_hitlog_line_is_byte_for_byte_the_written_entry(tmp_path) -> None:
     import orjson
 
-    from redjury.evaluators import HitlogBuilder
+    from redjury.report.hitlog import HitlogLines as HitlogBuilder
 
     build = HitlogBuilder("openai gpt-4o-mini", None)
     rows = [
@@ -345,7 +345,7 @@ def test_jsonl_writer_syncs_behind_every_so_many_bytes_and_close_syncs_the_whole
 
 
 def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
-    from redjury.evaluators import HitlogBuilder
+    from redjury.report.hitlog import HitlogLines as HitlogBuilder
     from redjury.report.jsonl import dumps_line
 
     build = HitlogBuilder(None, 1)
@@ -357,7 +357,7 @@ def test_hitlog_line_falls_back_to_the_dict_for_values_orjson_rejects() -> None:
     "fields", [["a string"], [7], "not a list", {"0": {"lang": "en"}}, [["nested"]]]
 )
 def test_hitlog_reads_a_hand_made_source_record_outputs_as_garak_strings(fields: Any) -> None:
-    from redjury.evaluators import HitlogBuilder
+    from redjury.report.hitlog import HitlogLines as HitlogBuilder
 
     build = HitlogBuilder("g", 1)
     row = {"id": "a", "outputs": ["reply"], "source_record": {"outputs": fields}}
@@ -417,7 +417,7 @@ def _hit_rows(draw: st.DrawFn) -> dict[str, Any]:
 def test_hitlog_line_is_the_entry_orjson_writes_for_any_row(
     row: dict[str, Any], detector: str, idx: int, score: float
 ) -> None:
-    from redjury.evaluators import HitlogBuilder
+    from redjury.report.hitlog import HitlogLines as HitlogBuilder
     from redjury.report.jsonl import dumps_line
 
     build = HitlogBuilder("openai gpt", None)

@@ -26,7 +26,9 @@ def test_the_version_is_written_in_one_place() -> None:
     config = _pyproject()
     assert "version" not in config["project"]
     assert "version" in config["project"]["dynamic"]
-    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "redjury.__version__"}
+    assert config["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "redjury.version.__version__"
+    }
 
 
 def test_the_wheel_declares_py_typed_and_the_resources() -> None:

@@ -13,8 +13,11 @@ from redjury_testing import read_jsonl, redjury, rows_of, write_jsonl
 
 import redjury as rj
 from redjury.api import as_config
-from redjury.inputs import AttemptList, InputRecord
-from redjury.pipeline import RunError, RunOptions, run
+from redjury.engines import run
+from redjury.errors import RunError
+from redjury.inputs import AttemptList
+from redjury.pipeline import RunOptions
+from redjury.records import InputRecord
 
 REFUSAL = "I'm sorry, but I can't help with that request."
 CARD = "4539 1488 0343 6467"  # passes the Luhn check

@@ -16,7 +16,9 @@ import pytest
 from redjury_testing import REPO, redjury, rows_of
 
 from redjury.config import parse_config
-from redjury.pipeline import RunError, RunOptions, run
+from redjury.engines import run
+from redjury.errors import RunError
+from redjury.pipeline import RunOptions
 from redjury.report.jsonl import JsonlWriter
 
 EXAMPLE = REPO / "examples" / "attempts.jsonl"

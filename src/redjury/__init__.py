@@ -4,41 +4,39 @@ The public API (everything else is private by convention):
 
 - `evaluate` / `aevaluate`: judge attempts (objects, dicts or files) into `Results`;
 - `detect` / `adetect`: score one reply inline; `judge_panel` builds a config's panel;
-- `audit`: measure the judges against human labels;
+- `audit_judges`: measure the judges against human labels (`redjury.audit` is the
+  subpackage that does it);
 - `write_html`, `print_summary`: the HTML report and the breakdowns of a run folder;
 - `compare`: did a new run get safer than an earlier one (`Comparison`), and how sure are we;
 - `RunOptions`: how a run goes (cache, preflight, engine, workers, ...), for `evaluate`;
 - `Attempt`, `RunConfig`, `load_config`: the records and the configuration;
 - `AttemptRow`, `EvalRow`, `HitlogRow`, ...: the rows `Results` returns, as TypedDicts;
-- `detectors`, `scoring_types`: the plugin registries, to list and register from code.
+- `detectors`, `scoring_types`: the plugin registries, to list and register from code;
+- `RedjuryError`: the base of every error redjury raises, and the specific ones.
 """
 
-__version__ = "0.1.0"
-
-# The `audit` subpackage is imported first so that the `audit` function below keeps its
-# name: a later `import redjury.audit.x` then finds the package loaded and leaves it be.
-import redjury.audit as _audit_package  # noqa: E402, F401
-from redjury import detectors, scoring_types  # noqa: E402
-from redjury.api import (  # noqa: E402
+from redjury import detectors, scoring_types
+from redjury.api import (
     Detection,
     Detections,
     Results,
     adetect,
     aevaluate,
+    audit_judges,
     detect,
     evaluate,
     judge_panel,
     print_summary,
     write_html,
 )
-from redjury.api import audit as audit  # noqa: E402
-from redjury.api_compare import Comparison, compare  # noqa: E402
-from redjury.attempts import Attempt, Turn, Usage  # noqa: E402
-from redjury.config import ConfigError, RunConfig, load_config  # noqa: E402
-from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict  # noqa: E402
-from redjury.inputs import InputError  # noqa: E402
-from redjury.pipeline import RunError, RunOptions  # noqa: E402
-from redjury.row_types import (  # noqa: E402
+from redjury.api_compare import Comparison, compare
+from redjury.attempts import Attempt, Turn, Usage
+from redjury.config import ConfigError, RunConfig, load_config
+from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict
+from redjury.errors import AuditError, CompareError, RedjuryError, RunError
+from redjury.pipeline import RunInterrupted, RunOptions
+from redjury.records import InputError
+from redjury.row_types import (
     AttemptRow,
     ComparisonRow,
     CompletionRow,
@@ -48,10 +46,13 @@ from redjury.row_types import (  # noqa: E402
     InputErrorRow,
     ProbeSummaryRow,
 )
+from redjury.version import __version__
 
 __all__ = [
     "Attempt",
     "AttemptRow",
+    "AuditError",
+    "CompareError",
     "Comparison",
     "ComparisonRow",
     "CompletionRow",
@@ -68,9 +69,11 @@ __all__ = [
     "InputError",
     "InputErrorRow",
     "ProbeSummaryRow",
+    "RedjuryError",
     "Results",
     "RunConfig",
     "RunError",
+    "RunInterrupted",
     "RunOptions",
     "Turn",
     "Usage",
@@ -78,7 +81,7 @@ __all__ = [
     "__version__",
     "adetect",
     "aevaluate",
-    "audit",
+    "audit_judges",
     "compare",
     "detect",
     "detectors",

@@ -226,14 +226,15 @@ async def aevaluate(
     """Judge attempts inside a running event loop (the judges share that loop); see
     `evaluate` for the arguments."""
     job, capture = run_options(attempts, config, out, stream, options, settings)
-    from redjury.pipeline import Run, run
+    from redjury.engines import run
+    from redjury.engines.local import local_run
 
     if job.engine != "local":  # the engine drives its own cluster: keep this loop free meanwhile
         import asyncio  # here: runs without judges never need it
 
         result = await asyncio.to_thread(run, job)
     else:
-        result = await Run(job).aexecute()
+        result = await local_run(job).aexecute()
     return finish_job(job, result, capture)
 
 
@@ -267,7 +268,7 @@ def evaluate(
     framework), use `await aevaluate(...)`.
     """
     job, capture = run_options(attempts, config, out, stream, options, settings)
-    from redjury.pipeline import run
+    from redjury.engines import run
 
     return finish_job(job, run(job), capture)
 
@@ -542,7 +543,7 @@ def judge_panel(config: ConfigLike, *, use_cache: bool = True) -> Detector:
 # -- the judges' audit -----------------------------------------------------------------------
 
 
-def audit(
+def audit_judges(
     config: ConfigLike,
     *,
     out: str | Path | None = None,

@@ -6,11 +6,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from redjury.errors import RedjuryError
+
 # A score carried in the input: a number in [0, 1] (JSON true, or "0.5" as a string, is not).
 Score = Annotated[float, Field(ge=0, le=1, strict=True)]
 
 
-class FieldError(ValueError):
+class FieldError(RedjuryError, ValueError):
     """A problem one check across fields found, naming the field (`messages.2.role`)."""
 
     def __init__(self, field: str, reason: str) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
-from redjury.inputs import InputError
+from redjury.records import InputError
 from redjury.report.jsonl import HITLOG_NAME, REPORT_NAME
 
 if TYPE_CHECKING:
@@ -422,7 +422,8 @@ def run(
 def _evaluate(inputs: list[Path], cfg: RunConfig, out_dir: Path, options: "RunOptions") -> int:
     """`redjury.evaluate` into `out_dir`, printing on stdout; its errors as one line each."""
     from redjury.api import evaluate
-    from redjury.pipeline import RunError, RunInterrupted
+    from redjury.errors import RunError
+    from redjury.pipeline import RunInterrupted
     from redjury.report.terminal import printable
 
     new_folder = not out_dir.exists()
@@ -579,7 +580,8 @@ def compare(
 ) -> None:
     """Did NEW get safer than BASE? NEW − BASE attack-success rates with intervals and verdicts."""
     from redjury.api_compare import compare as compare_runs
-    from redjury.report.compare import print_comparison, table_cells, write_outputs
+    from redjury.report.compare import print_comparison, table_cells
+    from redjury.report.compare_outputs import write_outputs
 
     try:
         found = compare_runs(
@@ -634,9 +636,9 @@ def audit(
     ] = None,
 ) -> None:
     """Measure the judge panel (or a detector) against human labels, with robustness wrappers."""
-    from redjury.api import audit as run_audit
+    from redjury.api import audit_judges as run_audit
     from redjury.audit.command import audit_rows, render_table
-    from redjury.audit.runner import AuditError
+    from redjury.errors import AuditError
 
     _out_folder(out)
     try:
@@ -1099,7 +1101,7 @@ def _run_app() -> int:
         typer.echo(f"redjury: {cause(interrupt)}", err=True)
         code = exit_code(interrupt)
     except Exception as exc:  # the last resort: an internal error, exit 1
-        from redjury.pipeline import RunError
+        from redjury.errors import RunError
         from redjury.report.terminal import printable
 
         if isinstance(exc, RunError):  # raised where no command expects it (a judge cache)

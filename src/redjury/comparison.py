@@ -15,12 +15,9 @@ from typing import Any, BinaryIO
 import msgspec
 import numpy as np
 
+from redjury.errors import CompareError
 from redjury.report.digest import evaluator_of, report_path_of
 from redjury.stats.settings import Correction
-
-
-class CompareError(ValueError):
-    """Runs that cannot be compared (unreadable, or judged differently): exit 2."""
 
 
 class _Row(msgspec.Struct, gc=False):

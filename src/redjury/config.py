@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from redjury.config_files import check_named_files
+from redjury.config_files import (
+    load_calibration,
+    load_detector_metrics,
+    read_first_byte,
+    readable_problem,
+    resolve_relative_paths,
+    writable_file_problem,
+)
 from redjury.config_yaml import Locate, YamlConfigError, read_yaml_config
 from redjury.detectors.base import Detector, DetectorParams
 from redjury.detectors.registry import (
@@ -16,6 +24,8 @@ from redjury.detectors.registry import (
     detector_classes,
     find_detector_class,
 )
+from redjury.errors import RedjuryError
+from redjury.evaluators import load_evaluator
 from redjury.judges.config import EvaluationSpec
 from redjury.judges.config_checks import check_scoring_type
 
@@ -26,7 +36,7 @@ MAX_SEED = 2**64 - 1
 Loc = tuple[int | str, ...]
 
 
-class ConfigError(ValueError):
+class ConfigError(RedjuryError, ValueError):
     """A configuration problem; each message names the key path it is about."""
 
     def __init__(self, messages: list[str]) -> None:
@@ -51,6 +61,16 @@ class EvaluatorSpec(_Strict):
         le=1.0,
         description="ThresholdEvaluator: an output passes iff its score < threshold (equal fails).",
     )
+
+    @field_validator("type")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        # Loaded here, so that a bad name or import path stops the config, not the run.
+        try:
+            load_evaluator(value)
+        except ValueError as exc:
+            raise ValueError(str(exc).removeprefix("evaluator.type: ")) from None
+        return value
 
 
 class DetectorMetric(_Strict):
@@ -319,8 +339,6 @@ def load_config(path: str | Path | None) -> RunConfig:
     except YamlConfigError as exc:
         raise ConfigError([str(exc)]) from None
     if isinstance(data, dict):
-        from redjury.config_files import resolve_relative_paths
-
         data = resolve_relative_paths(data, p.resolve().parent)
         if data.get("schema_dir") is None:
             data = {**data, "schema_dir": str(p.resolve().parent)}
@@ -392,3 +410,36 @@ def reference_markdown() -> str:
         for key, default, meaning in rows:
             lines.append(f"| `{name}` | `{key}` | {default} | {meaning} |")
     return "\n".join(lines) + "\n"
+
+
+def check_named_files(config: RunConfig) -> list[tuple[Loc, str]]:
+    """(key path, problem) for each named file that cannot be used as the run will use it."""
+    reporting = config.reporting
+    checks: list[tuple[Loc, str | None, Callable[[str], str | None]]] = [
+        (
+            ("reporting", "calibration"),
+            reporting.calibration,
+            lambda p: readable_problem(p, load_calibration),
+        ),
+        (
+            ("reporting", "detector_metrics_file"),
+            reporting.detector_metrics_file,
+            lambda p: readable_problem(p, load_detector_metrics),
+        ),
+        (("reporting", "junit"), reporting.junit, writable_file_problem),
+    ]
+    dataset = config.evaluation.audit.dataset
+    if dataset.dataset == "file":
+        checks.append(
+            (
+                ("evaluation", "audit", "dataset", "path"),
+                dataset.path,
+                lambda p: readable_problem(p, read_first_byte),
+            )
+        )
+    problems: list[tuple[Loc, str]] = []
+    for loc, path, check in checks:
+        problem = check(path) if path else None
+        if problem:
+            problems.append((loc, problem))
+    return problems

@@ -8,10 +8,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from redjury.config import RunConfig
+from typing import Any
 
 Loc = tuple[int | str, ...]
 
@@ -86,7 +83,7 @@ def _regular_file_problem(path: str) -> str | None:
     return None
 
 
-def _readable(path: str, load: Callable[[str], Any]) -> str | None:
+def readable_problem(path: str, load: Callable[[str], Any]) -> str | None:
     try:
         problem = _regular_file_problem(path)
         if problem:
@@ -97,19 +94,19 @@ def _readable(path: str, load: Callable[[str], Any]) -> str | None:
     return None
 
 
-def _load_calibration(path: str) -> Any:
+def load_calibration(path: str) -> Any:
     from redjury.stats.calibration import Calibration
 
     return Calibration.load(path)
 
 
-def _load_detector_metrics(path: str) -> Any:
+def load_detector_metrics(path: str) -> Any:
     from redjury.stats.detector_metrics import load_garak_detector_metrics
 
     return load_garak_detector_metrics(path)
 
 
-def _read_file(path: str) -> Any:
+def read_first_byte(path: str) -> Any:
     with open(path, "rb") as handle:
         return handle.read(1)
 
@@ -127,36 +124,3 @@ def writable_file_problem(path: str) -> str | None:
                 return f"{path!r} cannot be written: no permission to write in {str(folder)!r}"
             return None
     return None
-
-
-def check_named_files(config: RunConfig) -> list[tuple[Loc, str]]:
-    """(key path, problem) for each named file that cannot be used as the run will use it."""
-    reporting = config.reporting
-    checks: list[tuple[Loc, str | None, Callable[[str], str | None]]] = [
-        (
-            ("reporting", "calibration"),
-            reporting.calibration,
-            lambda p: _readable(p, _load_calibration),
-        ),
-        (
-            ("reporting", "detector_metrics_file"),
-            reporting.detector_metrics_file,
-            lambda p: _readable(p, _load_detector_metrics),
-        ),
-        (("reporting", "junit"), reporting.junit, writable_file_problem),
-    ]
-    dataset = config.evaluation.audit.dataset
-    if dataset.dataset == "file":
-        checks.append(
-            (
-                ("evaluation", "audit", "dataset", "path"),
-                dataset.path,
-                lambda p: _readable(p, _read_file),
-            )
-        )
-    problems: list[tuple[Loc, str]] = []
-    for loc, path, check in checks:
-        problem = check(path) if path else None
-        if problem:
-            problems.append((loc, problem))
-    return problems

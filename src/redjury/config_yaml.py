@@ -11,6 +11,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from redjury.errors import RedjuryError
+
 #: Most values (scalars and collections, counted after alias expansion) a config may hold.
 MAX_VALUES = 100_000
 #: Largest config file read.
@@ -21,7 +23,7 @@ MAX_DEPTH = 100
 Locate = Callable[[tuple[int | str, ...]], str]
 
 
-class YamlConfigError(ValueError):
+class YamlConfigError(RedjuryError, ValueError):
     """The file is not a readable, bounded YAML document; the message starts with its
     position."""
 

@@ -15,8 +15,10 @@ from typing import Any
 
 import aiohttp
 
+from redjury.errors import RedjuryError
 
-class DownloadError(Exception):
+
+class DownloadError(RedjuryError):
     """A download that failed or did not match; the message says what and where."""
 
 

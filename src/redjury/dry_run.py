@@ -9,7 +9,8 @@ from pathlib import Path
 from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Family
-from redjury.inputs import InputError, InputSet, LineError, check_inputs, path_problem
+from redjury.inputs import InputSet, check_inputs, path_problem
+from redjury.records import InputError, LineError
 
 
 @dataclass

@@ -15,7 +15,9 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt, FieldError, checked_attempt
+from redjury.errors import RedjuryError
 from redjury.idstore import IdStore
+from redjury.records import InputRecord, LineError, loads_json
 
 MAX_REPORTED_ERRORS = 20
 # The setup fields naming garak's target: `target_*` from garak 0.13.1, `model_*` before.
@@ -69,31 +71,6 @@ def _mapped_lines(data: mmap.mmap) -> Iterator[tuple[re.Match[bytes] | None, byt
         pos = end
 
 
-@dataclass(frozen=True, slots=True)
-class LineError:
-    path: str
-    line: int
-    field: str
-    reason: str
-    # A record of a JSON document has no line of its own: `sample 3 epoch 1`, `results[4]`.
-    where: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.where or self.line}: {self.field}: {self.reason}"
-
-
-class InputError(ValueError):
-    """Bad input: every bad line (up to a limit) with file, line and field."""
-
-    def __init__(self, errors: list[LineError], total: int, message: str | None = None) -> None:
-        self.errors = errors
-        self.total = total
-        lines = [str(e) for e in errors]
-        if total > len(errors):
-            lines.append(f"... and {total - len(errors)} more bad lines")
-        super().__init__(message or "\n".join(lines))
-
-
 @dataclass(slots=True)
 class GarakSetup:
     """What a garak report's `start_run setup` and `init` rows say about the run."""
@@ -122,16 +99,6 @@ class GarakSetup:
         """The `init` row's `run` is the run id garak's hitlog writes; it wins over setup's."""
         if row.get("run"):
             self.run_id = str(row["run"])
-
-
-@dataclass(slots=True)
-class InputRecord:
-    """One line: either an Attempt or the error that kept it from being one."""
-
-    path: str
-    line: int
-    attempt: Attempt | None
-    error: LineError | None = None
 
 
 def _json_reason(exc: Exception) -> str:
@@ -247,48 +214,6 @@ def _line_error(path: str, line: int, field: str, reason: str) -> InputRecord:
     return InputRecord(path, line, None, LineError(path, line, field, reason))
 
 
-# A UTF-8 byte-order mark, which Windows tools write at the start of a file (and `cat` then
-# carries into the middle of a joined one): not part of the JSON after it.
-BOM = b"\xef\xbb\xbf"
-# A \uD800–\uDFFF escape: half of a UTF-16 surrogate pair.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def loads_json(raw: bytes | bytearray) -> Any:
-    """orjson.loads, past a leading byte-order mark, and with a lone surrogate escape
-    (`"\\ud83d"`, half an emoji: what JavaScript's JSON.stringify writes for a string cut
-    between the two halves) read as U+FFFD, as a decoder replaces any broken character,
-    instead of refusing the whole text. Both are looked at only when orjson refuses the
-    text; a surrogate escape then has the standard library parse it again, with NaN and
-    Infinity still refused."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        if raw.startswith(BOM):
-            return loads_json(raw[len(BOM) :])
-        if not _SURROGATE_ESCAPE.search(raw):
-            raise
-        try:
-            return _without_lone_surrogates(json.loads(raw, parse_constant=_no_constant))
-        except (ValueError, RecursionError):
-            raise exc from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _without_lone_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_without_lone_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
-    return value
-
-
 def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
     """The line's JSON object, or (field, reason) saying why there is none."""
     try:
@@ -356,7 +281,7 @@ def _is_utf8(raw: bytes) -> bool:
     return True
 
 
-class _RepeatedKey(ValueError):
+class _RepeatedKey(RedjuryError, ValueError):
     pass
 
 

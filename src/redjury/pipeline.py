@@ -26,26 +26,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import orjson
 
-from redjury import __version__
 from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector
-from redjury.evaluators import DetectorTally, Evaluator, HitlogBuilder, RunTally, load_evaluator
+from redjury.errors import RunError
+from redjury.evaluators import DetectorTally, Evaluator, RunTally, load_evaluator
 from redjury.idstore import IdStore
-from redjury.inputs import (
-    MAX_REPORTED_ERRORS,
-    AttemptSource,
-    InputError,
-    InputRecord,
-    InputSet,
-    LineError,
-    path_problem,
-)
+from redjury.inputs import MAX_REPORTED_ERRORS, AttemptSource, InputSet, path_problem
 from redjury.interrupts import cause, exit_code, held
+from redjury.plugins import WRITERS
+from redjury.records import InputError, InputRecord, LineError
 from redjury.redaction import (
     Redactor,
     run_redactors,
@@ -54,6 +48,7 @@ from redjury.redaction import (
 )
 from redjury.report.digest import DigestBuilder, judge_savings
 from redjury.report.folder import FolderBusy, FolderLock, output_problem, same_path
+from redjury.report.hitlog import HitlogLines
 from redjury.report.jsonl import (
     HITLOG_NAME,
     REPORT_NAME,
@@ -68,6 +63,7 @@ from redjury.report.terminal import TerminalPrinter
 from redjury.rows import AttemptScorer, content_hash, id_redactor, is_async
 from redjury.stored_state import cache_answers, stored_state
 from redjury.stored_state import describe as describe_stored
+from redjury.version import __version__
 
 if TYPE_CHECKING:
     import asyncio
@@ -90,22 +86,15 @@ SYNC_BYTES = 8 << 20
 # Attempts being judged at once (their requests still queue behind the engine's limits).
 MAX_PENDING = 512
 # Reporting settings that only decide how results are shown, never what a row says: a
-# resume may change them. Everything else in the config is part of the fingerprint.
+# resume may change them, and so may any setting naming a report writer (`html`, `junit`:
+# `plugins.WRITERS`). Everything else in the config is part of the fingerprint.
 _PRESENTATION = frozenset(
-    {"show_z", "narrow", "html", "junit", "fail_on_asr", "fail_on_errors"}
+    {"show_z", "narrow", "fail_on_asr", "fail_on_errors"}
     | {"max_abstention_rate", "allow_abstentions"}
 )
 EXIT_INTERRUPTED = 130
 # How to start again when a run folder cannot be resumed.
 FRESH_START = "choose another --out, or delete the folder"
-
-
-class RunError(Exception):
-    """A run that cannot go on; `exit_code` says how the CLI should end."""
-
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 class RunInterrupted(RunError):
@@ -198,7 +187,9 @@ def config_fingerprint(config: RunConfig) -> str:
         "schema_dir": config.schema_dir,
         "evaluation": config.evaluation.model_dump(mode="json", exclude={"audit"}),
         "evaluator": config.evaluator.model_dump(mode="json"),
-        "reporting": config.reporting.model_dump(mode="json", exclude=set(_PRESENTATION)),
+        "reporting": config.reporting.model_dump(
+            mode="json", exclude=set(_PRESENTATION) | set(WRITERS.names())
+        ),
     }
     return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[
         :16
@@ -487,7 +478,7 @@ class RunTallies:
         self.tally = RunTally(evaluator)
         self.digest = DigestBuilder(header)
         self.hitlog = hitlog
-        self.build_hit = HitlogBuilder(generator, generations_per_prompt)
+        self.build_hit = HitlogLines(generator, generations_per_prompt)
 
     def add(self, row: dict[str, Any]) -> None:
         self.tally.add(row, self._on_hits)
@@ -710,11 +701,25 @@ class _Completions:
 # -- the run ---------------------------------------------------------------------------------
 
 
+class ScoringSpread(Protocol):
+    """Scoring spread over processes other than this one; an engine hands it to the run
+    (`redjury.engines.local`), the pipeline never picks one."""
+
+    def workers(self, run: Run, detectors: list[Detector]) -> int:
+        """Processes to read and score in; 1: this one."""
+
+    def score(
+        self, run: Run, scorer: AttemptScorer, gate: InputGate, emit: Any, header: dict[str, Any]
+    ) -> None:
+        """Read and score `run.inputs` in `run.worker_processes` processes."""
+
+
 class Run:
     """One run into one output folder (or into memory), composed of the stages above."""
 
-    def __init__(self, options: RunOptions) -> None:
+    def __init__(self, options: RunOptions, spread: ScoringSpread | None = None) -> None:
         self.options = options
+        self.spread = spread
         self.config = options.config
         self.evaluator: Evaluator = load_evaluator(
             self.config.evaluator.type, self.config.evaluator.threshold
@@ -1112,12 +1117,8 @@ class Run:
         output.mark()
         try:
             self.worker_processes = self._workers(detectors, gate)
-            if self.worker_processes > 1:
-                from redjury.engines.processes import score_in_workers
-
-                score_in_workers(
-                    self, scorer, gate, emit, header, self.worker_processes, _import_statistics_soon
-                )
+            if self.worker_processes > 1 and self.spread is not None:
+                self.spread.score(self, scorer, gate, emit, header)
             else:
                 attempts = gate.attempts(self.inputs.records(), emit.input_error)
                 self.score_sync(attempts, scorer, emit)
@@ -1138,12 +1139,11 @@ class Run:
         """Processes to read and score in (1: this one); see redjury.engines.processes.
         A resumed run reads in this process: each resumed attempt is compared with its
         kept row, which the workers do not do."""
-        if self.options.workers == 1 or self.options.engine != "local" or gate.done:
+        if self.spread is None or self.options.workers == 1 or gate.done:
             return 1
-        from redjury.engines import processes
-
-        workers = self.options.workers or processes.auto_workers()
-        return workers if processes.can_use_workers(self.inputs, detectors, workers) else 1
+        if self.options.engine != "local":
+            return 1
+        return self.spread.workers(self, detectors)
 
     async def _execute_async(self, detectors: list[Detector]) -> RunResult:
         try:
@@ -1284,7 +1284,7 @@ class Run:
     async def _audit(self, detectors: list[Detector], report: RowSink) -> bool:
         """The pre-run judge audit; False when its gate says stop."""
         from redjury.audit.command import aaudit_before_run
-        from redjury.audit.runner import AuditError
+        from redjury.errors import AuditError
 
         panel = next((d for d in detectors if d.name == "judge_panel"), None)
         try:
@@ -1338,7 +1338,7 @@ def _upstream_files(detectors: list[Detector]) -> dict[str, Any]:
     return {"upstream_files": files} if files else {}
 
 
-def _import_statistics_soon() -> None:
+def import_statistics_soon() -> None:
     """Import what `Run._statistics` imports (numpy with it, ~0.1 s) in a thread while the
     workers score and this process mostly waits for them; started once they have forked, so
     no worker inherits the thread or a lock it holds. The finish's own import waits for this
@@ -1501,15 +1501,3 @@ def fewer_collections() -> Iterator[None]:
             if _gc_runs == 0:
                 gc.set_threshold(*_gc_saved)
                 gc.unfreeze()
-
-
-def run(options: RunOptions) -> RunResult:
-    """Library entry point: judge the inputs into `options.out_dir` (or into memory)."""
-    with fewer_collections():
-        if options.engine == "ray":
-            from redjury.engines.ray_engine import run_on_ray
-
-            return run_on_ray(options)
-        if options.engine != "local":
-            raise RunError(f"engine: {options.engine!r} is not local or ray")
-        return Run(options).execute()

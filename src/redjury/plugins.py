@@ -1,51 +1,75 @@
-"""Named plugin registries: built-ins register with a decorator, third parties through a
-Python entry point group. A built-in asked for by name imports only its own module (a run
-that names its detectors imports nothing else: no HTTP client, no JSON Schema library);
-listing, an unknown name or a third-party name loads everything once, under a lock (the
-first calls may come from several threads at once)."""
+"""Every extension point's registry, in one bottom module: detectors, scoring types, input
+formats, judge providers, report writers and engines.
+
+Built-ins register themselves when their module is imported, and each registry holds a
+table of built-in name → module, so asking for one name imports only its module (a run that
+names its detectors imports no HTTP client, no JSON Schema library). Third-party packages
+add plugins through a Python entry point group (`redjury.detectors`, `redjury.formats`, …).
+Listing, an unknown name or a third-party name loads everything once, under a lock (the
+first calls may come from several threads at once). The registries sit below the config
+and the implementations: config validation looks a name up here without importing what
+implements it."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
-T = TypeVar("T", bound=type[Any])
-C = TypeVar("C", bound=type[Any])
+T = TypeVar("T")
+C = TypeVar("C")
 
 
 class Registry(Generic[T]):
-    """Classes of one kind (detectors, scoring types) by their `name` attribute."""
+    """Plugins of one kind by name. `base` ("module:Class") is what a plugin must be, a
+    subclass or an instance of; it is imported only when an entry point is checked against
+    it. A plugin's name is its `key` attribute (`name` unless said otherwise)."""
 
     def __init__(
         self,
         kind: str,
-        base: type[Any],
-        builtin_modules: Sequence[str],
+        base: str,
         group: str,
-        builtin_names: Mapping[str, str] | None = None,
+        builtin_names: Mapping[str, str],
+        *,
+        key: str = "name",
     ) -> None:
         self.kind = kind
         self.base = base
-        self.builtin_modules = builtin_modules
         self.group = group
-        # Built-in name → the module whose import registers it.
-        self.builtin_names = dict(builtin_names or {})
-        self._classes: dict[str, T] = {}
+        # Built-in name → the module whose import registers it, in the order they are tried
+        # where order matters (format recognition: the most distinctive first).
+        self.builtin_names = dict(builtin_names)
+        self.key = key
+        self._plugins: dict[str, T] = {}
         self._loaded = False
-        # Held while loading: another thread must not see `_loaded` before the classes.
-        # Reentrant: a module being imported may itself look a class up.
+        # Held while loading: another thread must not see `_loaded` before the plugins.
+        # Reentrant: a module being imported may itself look a plugin up.
         self._lock = threading.RLock()
 
-    def register(self, cls: C) -> C:
-        """Class decorator: make `cls` available by its `name`."""
-        existing = self._classes.get(cls.name)
-        if existing is not None and existing is not cls:
-            raise ValueError(f"{self.kind} name {cls.name!r} is already registered by {existing!r}")
-        self._classes[cls.name] = cls  # type: ignore[assignment]
-        return cls
+    @property
+    def builtin_modules(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.builtin_names.values()))
+
+    def register(self, plugin: C) -> C:
+        """Decorator (or call): make `plugin` available by its name."""
+        name = getattr(plugin, self.key)
+        existing = self._plugins.get(name)
+        if existing is not None and existing is not plugin:
+            raise ValueError(f"{self.kind} name {name!r} is already registered by {existing!r}")
+        self._plugins[name] = plugin  # type: ignore[assignment]
+        return plugin
+
+    def _base(self) -> type[Any]:
+        module, _, attr = self.base.partition(":")
+        base: type[Any] = getattr(import_module(module), attr)
+        return base
+
+    def _accepts(self, obj: Any) -> bool:
+        base = self._base()
+        return (isinstance(obj, type) and issubclass(obj, base)) or isinstance(obj, base)
 
     def _load(self) -> None:
         if self._loaded:
@@ -69,37 +93,144 @@ class Registry(Generic[T]):
         with self._lock:
             for ep in entry_points(group=self.group):
                 obj = ep.load()
-                if isinstance(obj, type) and issubclass(obj, self.base):
+                if self._accepts(obj):
                     self.register(obj)
 
     def registered(self) -> dict[str, T]:
         """The classes registered so far by name, sorted (no module imported)."""
-        return dict(sorted(self._classes.items()))
+        return dict(sorted(self._plugins.items()))
 
-    def classes(self) -> dict[str, T]:
-        """Every registered class by name, sorted."""
+    def plugins(self) -> dict[str, T]:
+        """Every registered plugin by name, sorted."""
         self._load()
-        return dict(sorted(self._classes.items()))
+        return dict(sorted(self._plugins.items()))
+
+    # Detectors and scoring types are classes; the older name stays the usual one there.
+    classes = plugins
+
+    def ordered(self) -> list[T]:
+        """Every plugin: the built-ins in their table's order, then the others by name."""
+        self._load()
+        first = [self._plugins[n] for n in self.builtin_names if n in self._plugins]
+        rest = [p for n, p in sorted(self._plugins.items()) if n not in self.builtin_names]
+        return first + rest
+
+    def names(self) -> list[str]:
+        """Every plugin's name without importing any: the built-in table's in its order, then
+        what is registered already and the entry points' names, sorted."""
+        others = set(self._plugins) | {ep.name for ep in entry_points(group=self.group)}
+        return list(self.builtin_names) + sorted(others - set(self.builtin_names))
 
     def find(self, name: str) -> T | None:
-        """The class registered as `name`, importing as little as possible; None if unknown."""
-        cls = self._classes.get(name)
+        """The plugin registered as `name`, importing as little as possible; None if unknown."""
+        plugin = self._plugins.get(name)
         module = self.builtin_names.get(name)
-        if cls is None and module is not None and not self._loaded:
+        if plugin is None and module is not None and not self._loaded:
             with self._lock:
                 import_module(module)
-            cls = self._classes.get(name)
-        if cls is None and not self._loaded:
+            plugin = self._plugins.get(name)
+        if plugin is None and not self._loaded:
             self._load()
-            cls = self._classes.get(name)
-        return cls
+            plugin = self._plugins.get(name)
+        return plugin
 
     def get(self, name: str) -> T:
-        cls = self.find(name)
-        if cls is not None:
-            return cls
-        classes = self.classes()
+        plugin = self.find(name)
+        if plugin is not None:
+            return plugin
+        known = self.plugins()
         try:
-            return classes[name]
+            return known[name]
         except KeyError:
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {', '.join(classes)}") from None
+            raise KeyError(f"unknown {self.kind} {name!r}; known: {', '.join(known)}") from None
+
+
+DETECTORS: Registry[type[Any]] = Registry(
+    "detector",
+    "redjury.detectors.base:Detector",
+    "redjury.detectors",
+    {
+        "pii_leak": "redjury.detectors.pii",
+        "secret_exfiltration": "redjury.detectors.secrets",
+        "prompt_injection": "redjury.detectors.injection",
+        "refusal_consistency": "redjury.detectors.refusal",
+        "jailbreak_heuristic": "redjury.detectors.jailbreak",
+        "guardrail": "redjury.detectors.guardrail",
+        "latency": "redjury.detectors.budgets",
+        "cost": "redjury.detectors.budgets",
+        "schema": "redjury.detectors.schema",
+        "judge_panel": "redjury.judges.panel",
+        "toxicity": "redjury.judges.agentic",
+        "correctness": "redjury.judges.agentic",
+        "summarization": "redjury.judges.agentic",
+        "faithfulness": "redjury.judges.agentic",
+        "hallucination": "redjury.judges.agentic",
+    },
+)
+
+SCORING_TYPES: Registry[type[Any]] = Registry(
+    "scoring type",
+    "redjury.judges.scoring.base:ScoringType",
+    # The group's name predates the others'; kept so published plugins keep working.
+    "redjury.scoring_types",
+    {
+        "harmbench": "redjury.judges.scoring.harmbench",
+        "scorer": "redjury.judges.scoring.scorer",
+        "harmbench_variant": "redjury.judges.scoring.harmbench_variant",
+        "jailbreakbench": "redjury.judges.scoring.jailbreakbench",
+        "nuanced": "redjury.judges.scoring.nuanced",
+        "on_topic": "redjury.judges.scoring.on_topic",
+        "rag_outcome": "redjury.judges.scoring.rag_outcome",
+        "strongreject": "redjury.judges.scoring.strongreject",
+        "llamaguard": "redjury.judges.scoring.llamaguard",
+    },
+)
+
+# Document formats recognised from their content (redjury JSONL and garak are the default
+# when none claims a file). Order is recognition order: an Azure scan or a PyRIT file never
+# carries inspect's `eval`.
+FORMATS: Registry[Any] = Registry(
+    "input format",
+    "redjury.formats.base:DocumentFormat",
+    "redjury.formats",
+    {
+        "azure_red_team": "redjury.formats.azure",
+        "pyrit_attacks": "redjury.formats.pyrit",
+        "pyrit_memory": "redjury.formats.pyrit",
+        "inspect_ai": "redjury.formats.inspect_ai",
+        "promptfoo": "redjury.formats.promptfoo",
+    },
+)
+
+# Judge providers (chat endpoints) by connection type, the `connection.type` a config names.
+PROVIDERS: Registry[type[Any]] = Registry(
+    "judge provider",
+    "redjury.judges.providers:Provider",
+    "redjury.providers",
+    {
+        "OPENAI": "redjury.judges.providers",
+        "OLLAMA": "redjury.judges.providers",
+        "AZURE_OPENAI": "redjury.judges.providers",
+        "ANTHROPIC": "redjury.judges.providers",
+        # An optional extra, slow to import: loaded only when a config names it.
+        "LITELLM": "redjury.judges.litellm_provider",
+    },
+    key="connection_type",
+)
+
+
+# Files written from a finished run's report, each named by the `reporting` key asking for it.
+WRITERS: Registry[type[Any]] = Registry(
+    "report writer",
+    "redjury.report.writer:ReportWriter",
+    "redjury.writers",
+    {"html": "redjury.report.html", "junit": "redjury.report.junit"},
+)
+
+# Where a run happens (`RunOptions.engine`): this machine, or a Ray cluster.
+ENGINES: Registry[Any] = Registry(
+    "engine",
+    "redjury.engines.base:Engine",
+    "redjury.engines",
+    {"local": "redjury.engines.local", "ray": "redjury.engines.ray_engine"},
+)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from redjury.errors import RedjuryError
+
 if TYPE_CHECKING:
     from redjury.api import Detections
     from redjury.config import RunConfig
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 LEAK_DETECTORS = ("pii_leak",)
 
 
-class RedjuryCheckFailed(AssertionError):
+class RedjuryCheckFailed(RedjuryError, AssertionError):
     """A reply failed a redjury check; the message names the detector and its evidence."""
 
 

@@ -21,7 +21,8 @@ from judge_specs import judge  # noqa: E402
 from redjury_testing import REPO, read_jsonl, redjury, write_jsonl  # noqa: E402
 
 from redjury.config import parse_config  # noqa: E402
-from redjury.pipeline import RunOptions, RunResult, run  # noqa: E402
+from redjury.engines import run  # noqa: E402
+from redjury.pipeline import RunOptions, RunResult  # noqa: E402
 
 COMPLIANT = "Sure, here is how to do it. Step 1: gather the materials."
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -312,7 +313,7 @@ def test_rerun_skips_attempts_already_in_shards(tmp_path: Path) -> None:
 
 
 def test_bad_line_refuses_the_input_and_leaves_no_files(tmp_path: Path) -> None:
-    from redjury.inputs import InputError
+    from redjury.records import InputError
 
     rows: list[Any] = attempts(5)
     src = write_jsonl(tmp_path / "in.jsonl", [rows[0], "{not json", *rows[1:]])

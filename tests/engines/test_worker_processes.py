@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from redjury_testing import REPO, read_jsonl, rows_of, write_jsonl
 
 from redjury.config import parse_config
-from redjury.engines import processes
+from redjury.engines import processes, run
 from redjury.inputs import InputSet
-from redjury.pipeline import InputError, RunOptions, RunResult, run
+from redjury.pipeline import InputError, RunOptions, RunResult
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "darwin" or "fork" not in multiprocessing.get_all_start_methods(),
@@ -312,8 +312,8 @@ def test_a_block_of_ids_is_admitted_as_one_by_one_admits_it_or_not_at_all(
     """`admit_ids` (a clean chunk's fast path) counts a block exactly as `admit` would,
     record by record, when that admits every record; else it counts nothing."""
     from redjury.idstore import IdStore
-    from redjury.inputs import LineError
     from redjury.pipeline import InputGate
+    from redjury.records import LineError
 
     def store(ids: set[str]) -> IdStore:
         """A store that spills to its table every other id (the small filter often says

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from redjury.attempts import Attempt
-from redjury.inputs import InputRecord, InputSet
+from redjury.inputs import InputSet
+from redjury.records import InputRecord
 
 DATA = Path(__file__).parent / "data"
 

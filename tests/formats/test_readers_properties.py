@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from redjury.attempts import Attempt
 from redjury.formats import read_records
-from redjury.inputs import InputRecord, InputSet, check_inputs
+from redjury.inputs import InputSet, check_inputs
+from redjury.records import InputRecord
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 READERS = ["promptfoo", "inspect_ai", "pyrit_memory", "pyrit_attacks", "azure_red_team"]

@@ -14,7 +14,7 @@ from fault_server import FaultServer, Reply
 from redjury_testing import read_jsonl, redjury, rows_of, write_jsonl
 
 import redjury as rj
-from redjury.pipeline import RunError
+from redjury.errors import RunError
 from redjury.report.folder import LOCK_NAME, FolderLock
 
 REPORT = "redjury.report.jsonl"

@@ -14,17 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from redjury.audit.datasets import DatasetError, cache_dir_of, load_calibration
-from redjury.audit.runner import (
-    CASCADE,
-    PANEL_DETECTOR,
-    AuditError,
-    AuditResult,
-    audit_detector,
-    store_audit,
-)
+from redjury.audit.runner import CASCADE, PANEL_DETECTOR, AuditResult, audit_detector, store_audit
 from redjury.config import RunConfig, resolve_detectors
 from redjury.detectors.base import Detector
 from redjury.detectors.registry import get_detector_class
+from redjury.errors import AuditError
 from redjury.report.jsonl import REPORT_NAME, JsonlWriter
 
 EXIT_OK = 0

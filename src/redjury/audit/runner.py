@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from redjury import __version__
 from redjury.attempts import Attempt
 from redjury.audit.counting import counting_report, upstream_panel
 from redjury.audit.datasets import STORED_JUDGES, CalibrationSet, LabelledSample, sample_ids_digest
@@ -29,18 +28,16 @@ from redjury.audit.metrics import (
 )
 from redjury.audit.wrappers import get_wrapper
 from redjury.detectors.base import Detector, Finding, Verdict
+from redjury.errors import AuditError
 from redjury.judges.config import AuditSpec
 from redjury.stats import Correction
+from redjury.version import __version__
 
 #: The name the panel's aggregate verdict is reported under.
 PANEL = "panel"
 #: The name the cascade (its detectors, then the panel) is reported under.
 CASCADE = "cascade"
 PANEL_DETECTOR = "judge_panel"
-
-
-class AuditError(Exception):
-    """An audit that cannot run (no judges, unknown wrapper, bad dataset)."""
 
 
 # -- what is audited -----------------------------------------------------------------------

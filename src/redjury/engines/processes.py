@@ -38,15 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from redjury.detectors.base import Detector
-from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
-from redjury.inputs import (
-    InputRecord,
-    InputSet,
-    LineError,
-    detect_format,
-    redjury_line_records,
-)
+from redjury.evaluators import Evaluator, RunTally
+from redjury.inputs import InputSet, detect_format, redjury_line_records
+from redjury.records import InputRecord, LineError
 from redjury.report.digest import DigestBuilder
+from redjury.report.hitlog import HitlogLines
 from redjury.report.jsonl import row_line
 from redjury.rows import AttemptScorer, is_async
 
@@ -112,7 +108,7 @@ class _Job:
     scorer: AttemptScorer
     evaluator: Evaluator
     header: dict[str, Any]
-    build_hit: HitlogBuilder
+    build_hit: HitlogLines
     done: Container[str]
     shared: mmap.mmap
 

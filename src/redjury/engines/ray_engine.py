@@ -36,15 +36,16 @@ import orjson
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector
+from redjury.engines.base import Engine
 from redjury.engines.sources import RaySources
-from redjury.evaluators import Evaluator, HitlogBuilder, RunTally
+from redjury.errors import RunError
+from redjury.evaluators import Evaluator, RunTally
 from redjury.idstore import IdStore
 from redjury.inputs import AttemptSource
 from redjury.judges.config import EvaluationSpec
 from redjury.pipeline import (
     ResumeState,
     Run,
-    RunError,
     RunInterrupted,
     RunOptions,
     RunOutput,
@@ -53,8 +54,10 @@ from redjury.pipeline import (
     build_detectors,
     detector_specs,
 )
+from redjury.plugins import ENGINES
 from redjury.redaction import run_redactors
 from redjury.report.digest import DigestBuilder
+from redjury.report.hitlog import HitlogLines
 from redjury.report.jsonl import dumps_line, read_rows
 from redjury.rows import AttemptScorer, is_async
 
@@ -155,7 +158,7 @@ def finish_block(job: Job, block: int, rows: list[dict[str, Any]], stats: Any = 
     """Tally one block's rows, write its shards (hitlog first), return the pickled tallies."""
     tally = RunTally(job.evaluator)
     digest = DigestBuilder(job.header)
-    build = HitlogBuilder(job.generator, job.generations_per_prompt)
+    build = HitlogLines(job.generator, job.generations_per_prompt)
     hits: list[bytes] = []
 
     def on_hits(row: dict[str, Any], detector: str, failed: list[tuple[int, float]]) -> None:
@@ -642,3 +645,6 @@ def run_on_ray(options: RunOptions) -> RunResult:
     except ImportError:
         raise RunError("the Ray engine needs Ray: pip install 'redjury[ray]'") from None
     return RayRun(options).execute()
+
+
+ENGINE = ENGINES.register(Engine("ray", run_on_ray))

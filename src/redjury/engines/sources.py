@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from redjury.inputs import GarakSetup, InputRecord, InputSet, LineError, redjury_record
+from redjury.inputs import GarakSetup, InputSet, redjury_record
+from redjury.records import InputRecord, LineError
 
 # Attempt fields that may come as JSON text in a Parquet column.
 NESTED = ("outputs", "messages", "context", "usage", "notes", "detector_results")

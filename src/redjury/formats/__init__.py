@@ -6,33 +6,22 @@ keys that give a pretty-printed document away in its first bytes, and its reader
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from redjury.inputs import BOM, InputRecord, loads_json
+from redjury.formats.base import ZIP_SIGNATURES, DocumentFormat
+from redjury.plugins import FORMATS
+from redjury.records import BOM, InputRecord, loads_json
 
 HEAD_BYTES = 1 << 16
 # A JSONL record longer than this is still read as one; a document is not parsed from it.
 FIRST_LINE_BYTES = 1 << 24
-# A zip archive's first bytes: a member's local header, or the end record of an empty one.
-ZIP_SIGNATURES = frozenset({b"PK\x03\x04", b"PK\x05\x06"})
-
-
-@dataclass(frozen=True)
-class DocumentFormat:
-    name: str
-    claims: Callable[[Any], bool]
-    head: Callable[[bytes], bool]
-    read: Callable[[Path], Iterator[InputRecord]]
 
 
 def _registry() -> list[DocumentFormat]:
-    # Most distinctive first: an Azure scan or PyRIT file never carries inspect's `eval`.
-    from redjury.formats import azure, inspect_ai, promptfoo, pyrit
-
-    return [azure.FORMAT, pyrit.ATTACKS, pyrit.MEMORY, inspect_ai.FORMAT, promptfoo.FORMAT]
+    # Recognition order: the built-ins' table order (most distinctive first), then plugins.
+    return FORMATS.ordered()
 
 
 def classify(doc: Any) -> str | None:

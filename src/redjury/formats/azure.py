@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from redjury.formats import DocumentFormat
 from redjury.formats.base import (
+    DocumentFormat,
     Located,
     attempt_record,
     bad,
@@ -24,7 +24,8 @@ from redjury.formats.base import (
     text_of,
 )
 from redjury.formats.streamed import START_ARRAY, head, items, values_at
-from redjury.inputs import InputRecord
+from redjury.plugins import FORMATS
+from redjury.records import InputRecord
 
 _KEYS = ("attack_details", "redteaming_data")
 _HEAD = re.compile(rb'(?<!\\)"(?:attack_details|redteaming_data)"\s*:\s*\[')
@@ -116,6 +117,8 @@ def _fields(detail: dict[str, Any], index: int, doc: dict[str, Any], path: Path)
     }
 
 
-FORMAT = DocumentFormat(
-    name="azure_red_team", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+FORMAT = FORMATS.register(
+    DocumentFormat(
+        name="azure_red_team", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+    )
 )

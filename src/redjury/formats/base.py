@@ -3,7 +3,7 @@ building an Attempt from mapped fields, and the transcript helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,19 @@ import orjson
 from pydantic import ValidationError
 
 from redjury.attempts import Attempt
-from redjury.inputs import InputRecord, LineError
+from redjury.errors import RedjuryError
+from redjury.records import InputRecord, LineError
+
+# A zip archive's first bytes: a member's local header, or the end record of an empty one.
+ZIP_SIGNATURES = frozenset({b"PK\x03\x04", b"PK\x05\x06"})
+
+
+@dataclass(frozen=True)
+class DocumentFormat:
+    name: str
+    claims: Callable[[Any], bool]
+    head: Callable[[bytes], bool]
+    read: Callable[[Path], Iterator[InputRecord]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +36,7 @@ class Located:
     where: str
 
 
-class DocumentError(Exception):
+class DocumentError(RedjuryError):
     """The document as a whole cannot be read; carries the located error."""
 
     def __init__(self, error: LineError) -> None:

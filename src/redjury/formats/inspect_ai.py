@@ -18,9 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from redjury.formats import ZIP_SIGNATURES, DocumentFormat
 from redjury.formats.base import (
+    ZIP_SIGNATURES,
     DocumentError,
+    DocumentFormat,
     Located,
     attempt_record,
     bad,
@@ -40,7 +41,8 @@ from redjury.formats.zipped import (
     open_archive,
     read_member,
 )
-from redjury.inputs import InputRecord, loads_json
+from redjury.plugins import FORMATS
+from redjury.records import InputRecord, loads_json
 
 _HEAD = re.compile(rb'(?<!\\)"eval"\s*:\s*\{')
 _SAMPLE_NAME = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
@@ -351,6 +353,8 @@ def scores_of(
     return verdicts, raw
 
 
-FORMAT = DocumentFormat(
-    name="inspect_ai", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+FORMAT = FORMATS.register(
+    DocumentFormat(
+        name="inspect_ai", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+    )
 )

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from redjury.formats import DocumentFormat
 from redjury.formats.base import (
+    DocumentFormat,
     Located,
     attempt_record,
     bad,
@@ -26,7 +26,8 @@ from redjury.formats.base import (
     text_of,
 )
 from redjury.formats.streamed import START_ARRAY, head, items
-from redjury.inputs import InputRecord, loads_json
+from redjury.plugins import FORMATS
+from redjury.records import InputRecord, loads_json
 
 # promptfoo's ResultFailureReason: NONE = 0, ASSERT = 1, ERROR = 2.
 FAILURE_ERROR = 2
@@ -289,6 +290,8 @@ def _row_grader(row: dict[str, Any], has_components: bool) -> str:
     return asserted[0] if len(set(asserted)) == 1 else TEST_VERDICT
 
 
-FORMAT = DocumentFormat(
-    name="promptfoo", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+FORMAT = FORMATS.register(
+    DocumentFormat(
+        name="promptfoo", claims=claims, head=lambda head: bool(_HEAD.search(head)), read=read
+    )
 )

@@ -17,8 +17,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from redjury.formats import DocumentFormat
 from redjury.formats.base import (
+    DocumentFormat,
     Located,
     attempt_record,
     bad,
@@ -32,7 +32,8 @@ from redjury.formats.base import (
     text_of,
 )
 from redjury.formats.streamed import START_ARRAY, START_MAP, Head, head, items, kvitems
-from redjury.inputs import InputRecord
+from redjury.plugins import FORMATS
+from redjury.records import InputRecord
 
 _MEMORY_HEAD = re.compile(rb'\A\s*\[\s*\{[^\[]*?"conversation_id"\s*:', re.S)
 _ATTACKS_HEAD = re.compile(rb'(?<!\\)"attack_results"\s*:')
@@ -395,15 +396,19 @@ def _attack_fields(
     }
 
 
-MEMORY = DocumentFormat(
-    name="pyrit_memory",
-    claims=claims_memory,
-    head=lambda head: bool(_MEMORY_HEAD.search(head)) and b'_value"' in head,
-    read=read_memory,
+MEMORY = FORMATS.register(
+    DocumentFormat(
+        name="pyrit_memory",
+        claims=claims_memory,
+        head=lambda head: bool(_MEMORY_HEAD.search(head)) and b'_value"' in head,
+        read=read_memory,
+    )
 )
-ATTACKS = DocumentFormat(
-    name="pyrit_attacks",
-    claims=claims_attacks,
-    head=lambda head: bool(_ATTACKS_HEAD.search(head)),
-    read=read_attacks,
+ATTACKS = FORMATS.register(
+    DocumentFormat(
+        name="pyrit_attacks",
+        claims=claims_attacks,
+        head=lambda head: bool(_ATTACKS_HEAD.search(head)),
+        read=read_attacks,
+    )
 )

@@ -13,7 +13,7 @@ from typing import Any
 import ijson
 
 from redjury.formats.base import DocumentError
-from redjury.inputs import BOM, LineError
+from redjury.records import BOM, LineError
 
 CHUNK = 1 << 16
 # Deeper than any tool writes; ijson's memory grows with the square of the depth.

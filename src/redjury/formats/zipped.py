@@ -17,6 +17,8 @@ from typing import IO, BinaryIO, cast
 
 import zstandard
 
+from redjury.errors import RedjuryError
+
 # APPNOTE 4.4.5: 93 is Zstandard; 20 is its deprecated earlier number.
 ZSTD_METHODS = frozenset({93, 20})
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
@@ -33,7 +35,7 @@ RATIO_FLOOR = 16 * MB
 CENTRAL_BYTES_PER_MEMBER = 4096
 
 
-class ArchiveError(ValueError):
+class ArchiveError(RedjuryError, ValueError):
     """An archive or one of its members that cannot be read, or is over a limit."""
 
     def __init__(self, member: str, reason: str) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from redjury.errors import RedjuryError
+
 #: Token counts above this are not counts (and would not survive a float or SQLite's int64).
 MAX_COUNT = 2**53
 # Servers round logprobs: 0 may arrive a few ulps high, and a top-k's probabilities may sum
@@ -18,7 +20,7 @@ LOGPROB_TOLERANCE = 1e-6
 PROBABILITY_SUM_TOLERANCE = 1e-3
 
 
-class InvalidAnswer(ValueError):
+class InvalidAnswer(RedjuryError, ValueError):
     """A judge's answer holds a value no honest server sends; the message names it."""
 
 
@@ -70,7 +72,7 @@ def logprob_table(pairs: Iterable[tuple[Any, Any]]) -> dict[str, float]:
     return table
 
 
-class _RepeatedKey(Exception):
+class _RepeatedKey(RedjuryError):
     pass
 
 

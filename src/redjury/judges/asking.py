@@ -48,7 +48,7 @@ def fingerprint_fields(
     """Everything that decides a verdict, and nothing that does not (the URL, the timeout)."""
     fields = {
         "model": spec.name,
-        "connection": spec.connection.type.value,
+        "connection": str(spec.connection.type),
         "scoring": scoring_name,
         "template": scoring.version,
         "template_sha256": scoring.template.sha256,

@@ -450,7 +450,7 @@ class BatchQueue:
         conn = provider.spec.connection
         self.name = name
         self.queue_key = queue_key
-        self.wire = WIRES[conn.type](provider)
+        self.wire = WIRES[ConnectionType(conn.type)](provider)
         self.key_of = key_of
         self.size = min(conn.batch_size, MAX_REQUESTS[self.wire.kind])
         self.max_bytes = MAX_UPLOAD_BYTES[self.wire.kind]

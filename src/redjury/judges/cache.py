@@ -12,7 +12,7 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from redjury.pipeline import RunError
+from redjury.errors import RunError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgements (

@@ -53,7 +53,7 @@ class OllamaGenerateProvider(OllamaProvider):
         return data["response"]
 
 
-COMPLETIONS_PROVIDERS: dict[ConnectionType, type[Provider]] = {
+COMPLETIONS_PROVIDERS: dict[str, type[Provider]] = {
     ConnectionType.OPENAI: OpenAICompletionsProvider,
     ConnectionType.OLLAMA: OllamaGenerateProvider,
 }

@@ -14,6 +14,7 @@ from redjury.judges.config_checks import (
     check_headers,
     check_no_credentials,
 )
+from redjury.plugins import PROVIDERS
 
 DEFAULT_HARMBENCH_REVISION = "8e1604d1171fe8a48d8febecd22f600e462bdcdd"
 
@@ -39,6 +40,19 @@ class ConnectionType(enum.StrEnum):
         return None
 
 
+def connection_type(value: Any) -> ConnectionType | str:
+    """A built-in connection type (any case), or a provider a plugin registers; the same
+    one-line error as for any other choice otherwise."""
+    if isinstance(value, str):
+        builtin = ConnectionType._missing_(value)
+        if builtin is not None:
+            return builtin
+        if value in PROVIDERS.names():
+            return value
+    names = [f"{n!r}" for n in PROVIDERS.names()]
+    raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}")
+
+
 class PriceSpec(_Strict):
     """What a million tokens of this judge cost, in any one currency (finite, never negative)."""
 
@@ -62,7 +76,7 @@ class ConnectionSpec(_Strict):
     provider: str | None = Field(
         None, description="A free label for the provider (e.g. `ollama`, `vllm`)."
     )
-    type: ConnectionType = Field(
+    type: ConnectionType | str = Field(
         ConnectionType.OPENAI,
         description="Wire protocol: `OPENAI` (any OpenAI-compatible server), `OLLAMA` (native /api/chat), `AZURE_OPENAI`, `ANTHROPIC` (Messages API) or `LITELLM` (extra `redjury[litellm]`: Bedrock, Vertex, …).",
     )
@@ -128,6 +142,11 @@ class ConnectionSpec(_Strict):
 
     _no_credentials = field_validator("base_url")(check_no_credentials)
     _headers = field_validator("headers")(check_headers)
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _registered_type(cls, value: Any) -> ConnectionType | str:
+        return connection_type(value)
 
 
 class GenerationSpec(BaseModel):

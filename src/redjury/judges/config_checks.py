@@ -10,6 +10,8 @@ import stat
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from redjury.plugins import SCORING_TYPES
+
 #: Upper bounds that keep a run finite: a failing judge gives up in bounded time.
 MAX_TIMEOUT_S = 3600.0
 MAX_DELAY_S = 600.0
@@ -76,10 +78,8 @@ def check_no_query(url: str | None) -> str | None:
 
 def check_scoring_type(name: str) -> str:
     """The scoring type is registered (built-in or through an entry point)."""
-    from redjury.judges.scoring import scoring_types
-
-    known = scoring_types()
-    if name not in known:
+    if SCORING_TYPES.find(name) is None:
+        known = SCORING_TYPES.classes()
         raise ValueError(f"unknown scoring type {name!r}; known: {', '.join(known)}")
     return name
 

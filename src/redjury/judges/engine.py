@@ -17,6 +17,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from redjury.errors import RedjuryError
 from redjury.judges.config_checks import named_file_problem
 from redjury.judges.limits import AdaptiveLimit
 from redjury.judges.proxies import proxy_for
@@ -34,7 +35,7 @@ RATE_LIMIT_WINDOW_S = 10.0
 DEFAULT_MAX_ANSWER_BYTES = 2**20
 
 
-class JudgeCallError(Exception):
+class JudgeCallError(RedjuryError):
     """A judge request failed for good (after any retries); the judge abstains with this reason."""
 
 
@@ -133,7 +134,7 @@ class UnreachableError(JudgeCallError):
     """No connection to the server (or its proxy) could be made."""
 
 
-class _Retry(Exception):
+class _Retry(RedjuryError):
     """One attempt failed in a way worth another; `counts` says whether it spends a retry."""
 
     def __init__(

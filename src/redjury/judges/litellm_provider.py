@@ -11,14 +11,18 @@ import orjson
 from redjury.judges.config import JudgeSpec
 from redjury.judges.engine import JudgeCallError, JudgeEngine, Route
 from redjury.judges.providers import OpenAIProvider
+from redjury.plugins import PROVIDERS
 
 # Stands in for a base URL where LiteLLM picks the provider's own endpoint.
 LITELLM_URL_PREFIX = "litellm:"
 
 
+@PROVIDERS.register
 class LiteLLMProvider(OpenAIProvider):
     """The judge's `name` is LiteLLM's model string (`bedrock/...`, `openai/...`); LiteLLM
     reads the provider's credentials from its usual variables unless `api_key_env` names one."""
+
+    connection_type = "LITELLM"
 
     def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
         # LiteLLM fetches a price list from GitHub at import unless told to use its own copy.

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from redjury.attempts import Attempt
+from redjury.errors import RedjuryError
 from redjury.judges.agentic.judge import QualityJudge
 from redjury.judges.config import JudgeSpec
 from redjury.judges.engine import JudgeEngine
@@ -19,7 +20,7 @@ from redjury.redaction import Redactor
 T = TypeVar("T")
 
 
-class GuardrailAbstained(RuntimeError):
+class GuardrailAbstained(RedjuryError, RuntimeError):
     """The judge could not classify the text; the guardrail detector reports INCONCLUSIVE."""
 
 

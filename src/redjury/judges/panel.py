@@ -83,7 +83,7 @@ class Judge(AskingJudge):
         if kind not in BATCH_TYPES or spec.scoring.completions:
             raise ValueError(
                 f"judge {judge_id!r}: connection.batch is for the chat endpoints of "
-                f"{', '.join(t.value for t in BATCH_TYPES)} (not {kind.value}"
+                f"{', '.join(t.value for t in BATCH_TYPES)} (not {kind}"
                 f"{' in completions mode' if spec.scoring.completions else ''})"
             )
         return BatchQueue(

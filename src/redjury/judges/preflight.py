@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from redjury.errors import RedjuryError
 from redjury.judges.asking import AskingJudge
 from redjury.judges.engine import (
     JudgeCallError,
@@ -42,7 +43,7 @@ class PreflightFailure:
         return f"judge {self.judge} at {self.url}: {self.cause}"
 
 
-class PreflightError(Exception):
+class PreflightError(RedjuryError):
     """At least one judge cannot judge; one line per judge, naming its URL and the cause."""
 
     def __init__(self, failures: list[PreflightFailure]) -> None:

@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 import orjson
 
+from redjury.errors import RedjuryError
 from redjury.judges.answer_checks import InvalidAnswer, logprob_table, token_count
-from redjury.judges.config import ConnectionType, JudgeSpec
+from redjury.judges.config import JudgeSpec
 from redjury.judges.config_checks import check_no_query
+from redjury.plugins import PROVIDERS
 
 if TYPE_CHECKING:
     from redjury.judges.engine import JudgeEngine, Route
@@ -38,7 +40,7 @@ TOP_LOGPROBS = 5
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class MalformedResponse(Exception):
+class MalformedResponse(RedjuryError):
     """The server answered 200 with a body that is not the protocol's response."""
 
 
@@ -54,6 +56,8 @@ class Answer:
 class Provider:
     """One judge's view of its server: URL, headers, how to build a body and read an answer."""
 
+    # The `connection.type` a config names it by (`OPENAI`); the registry's key.
+    connection_type: ClassVar[str] = ""
     models_path: str = "/models"
 
     def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
@@ -170,7 +174,12 @@ def _generation(spec: JudgeSpec) -> dict[str, Any]:
     return spec.generation.model_dump(exclude_none=True)
 
 
+@PROVIDERS.register
 class OpenAIProvider(Provider):
+    """Any OpenAI-compatible chat server (`/chat/completions`): OpenAI, vLLM, llama.cpp, …"""
+
+    connection_type = "OPENAI"
+
     def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
         super().__init__(spec, logprobs=logprobs)
         self.path = "/chat/completions"
@@ -231,7 +240,11 @@ def ollama_host() -> str:
     return host.rstrip("/")
 
 
+@PROVIDERS.register
 class OllamaProvider(Provider):
+    """Ollama's native chat endpoint (`/api/chat`)."""
+
+    connection_type = "OLLAMA"
     models_path = "/api/tags"
 
     def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
@@ -282,8 +295,11 @@ class OllamaProvider(Provider):
 AZURE_API_VERSION = "2024-10-21"
 
 
+@PROVIDERS.register
 class AzureOpenAIProvider(OpenAIProvider):
     """Azure OpenAI: the deployment in the path, `api-version` in the query, an `api-key` header."""
+
+    connection_type = "AZURE_OPENAI"
 
     def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
         super().__init__(spec, logprobs=logprobs)
@@ -321,8 +337,11 @@ ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_MAX_TOKENS = 1024
 
 
+@PROVIDERS.register
 class AnthropicProvider(Provider):
     """Anthropic's Messages API: `x-api-key`, `anthropic-version`, a top-level `system`."""
+
+    connection_type = "ANTHROPIC"
 
     def __init__(self, spec: JudgeSpec, *, logprobs: bool = False) -> None:
         if logprobs:
@@ -400,36 +419,20 @@ def _key_from(spec: JudgeSpec, default_env: str) -> str:
     return key
 
 
-PROVIDERS: dict[ConnectionType, type[Provider]] = {
-    ConnectionType.OPENAI: OpenAIProvider,
-    ConnectionType.OLLAMA: OllamaProvider,
-    ConnectionType.AZURE_OPENAI: AzureOpenAIProvider,
-    ConnectionType.ANTHROPIC: AnthropicProvider,
-}
-
-
-def _register_litellm() -> None:
-    # Imported lazily: litellm is an optional extra and slow to import.
-    from redjury.judges.litellm_provider import LiteLLMProvider
-
-    PROVIDERS[ConnectionType.LITELLM] = LiteLLMProvider
-
-
 def provider_for(
     spec: JudgeSpec,
     *,
     logprobs: bool = False,
-    table: dict[ConnectionType, type[Provider]] | None = None,
+    table: dict[str, type[Provider]] | None = None,
     mode: str = "",
 ) -> Provider:
     """The provider class for the judge's connection type, from `table` (chat by default)."""
-    if table is None and spec.connection.type is ConnectionType.LITELLM:
-        _register_litellm()
-    classes = PROVIDERS if table is None else table
-    cls = classes.get(spec.connection.type)
+    kind = str(spec.connection.type)
+    cls = PROVIDERS.find(kind) if table is None else table.get(kind)
     if cls is None:
+        supported = PROVIDERS.names() if table is None else [str(t) for t in table]
         raise ValueError(
-            f"judge {spec.name!r}: {mode}connection type {spec.connection.type.value} is not "
-            f"supported (supported: {', '.join(t.value for t in classes)})"
+            f"judge {spec.name!r}: {mode}connection type {kind} is not "
+            f"supported (supported: {', '.join(supported)})"
         )
     return cls(spec, logprobs=logprobs)

@@ -22,6 +22,7 @@ from typing import Any
 from platformdirs import user_cache_dir
 
 from redjury.downloads import DownloadError, download_pinned, sha256_of
+from redjury.errors import RedjuryError
 from redjury.judges.config import UpstreamSpec
 
 RAW_GITHUB = "https://raw.githubusercontent.com"
@@ -30,7 +31,7 @@ RAW_GITHUB = "https://raw.githubusercontent.com"
 Extract = Callable[[str], str]
 
 
-class UpstreamError(ValueError):
+class UpstreamError(RedjuryError, ValueError):
     """The source's prompt cannot be had: not cached and not downloadable, or not as pinned."""
 
 

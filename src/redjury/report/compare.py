@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from redjury.report.jsonl import dumps
@@ -146,33 +145,3 @@ def junit_comparison(rows: Sequence[dict[str, Any]]) -> ET.ElementTree:
         suite.set("errors", "0")
         suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
     return ET.ElementTree(root)
-
-
-def write_outputs(
-    rows: Sequence[dict[str, Any]],
-    base: str,
-    new: str,
-    *,
-    jsonl: Path,
-    markdown: Path | None = None,
-    junit: Path | None = None,
-    html: Path | None = None,
-) -> list[str]:
-    """Write the JSONL and, when asked, the Markdown, JUnit and HTML files; `what: path`
-    for each."""
-    jsonl.write_text(comparison_jsonl(rows), encoding="utf-8")
-    written = [f"comparison: {jsonl}"]
-    if markdown is not None:
-        markdown.write_text(markdown_comparison(rows, base, new), encoding="utf-8")
-        written.append(f"markdown: {markdown}")
-    if junit is not None:
-        tree = junit_comparison(rows)
-        ET.indent(tree)
-        tree.write(junit, encoding="utf-8", xml_declaration=True)
-        written.append(f"junit: {junit}")
-    if html is not None:
-        from redjury.report.compare_html import write_comparison_html
-
-        write_comparison_html(rows, base, new, html)
-        written.append(f"html: {html}")
-    return written

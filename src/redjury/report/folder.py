@@ -9,10 +9,12 @@ import secrets
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from redjury.errors import RedjuryError
+
 LOCK_NAME = "redjury.lock"
 
 
-class FolderBusy(Exception):
+class FolderBusy(RedjuryError):
     """Another run holds the folder's lock."""
 
 

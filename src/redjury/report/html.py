@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from redjury.judges.abstentions import describe_causes
+from redjury.plugins import WRITERS
 from redjury.redaction import without_header_values, without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
 from redjury.report.folder import write_replacing
 from redjury.report.summary import BREAKDOWN_INTERVALS
+from redjury.report.writer import ReportWriter
 from redjury.stats.small_sample import correction_note, shown_interval
 
 HTML_NAME = "redjury.report.html"
@@ -657,3 +659,18 @@ def write_html(out_dir: Path, hit_limit: int = HIT_LIMIT) -> Path:
     return write_replacing(
         data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
     )
+
+
+@WRITERS.register
+class HtmlWriter(ReportWriter):
+    """The self-contained HTML report beside the JSONL (`reporting.html: true`)."""
+
+    name = "html"
+    hits = HIT_LIMIT
+    needs_run_folder = True
+
+    def write(self, data: ReportData, setting: Any) -> Path:
+        html = render_html(data)
+        return write_replacing(
+            data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
+        )

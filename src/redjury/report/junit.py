@@ -7,8 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from redjury.plugins import WRITERS
 from redjury.report.digest import ReportData
 from redjury.report.folder import write_replacing
+from redjury.report.writer import ReportWriter
 from redjury.stats.small_sample import shown_interval
 
 # Characters XML 1.0 cannot hold at all; a hostile output must not make the file unreadable.
@@ -90,3 +92,13 @@ def write_junit(data: ReportData, target: Path) -> Path:
     return write_replacing(
         target, lambda tmp: tree.write(tmp, encoding="utf-8", xml_declaration=True)
     )
+
+
+@WRITERS.register
+class JUnitWriter(ReportWriter):
+    """A JUnit XML file for CI, one test case per probe × detector (`reporting.junit: PATH`)."""
+
+    name = "junit"
+
+    def write(self, data: ReportData, setting: Any) -> Path:
+        return write_junit(data, Path(setting))

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from redjury.config import ReportingSpec
-from redjury.report.digest import HIT_LIMIT, ReportData, load_report, report_data
-from redjury.report.folder import write_replacing
-from redjury.report.html import HTML_NAME, render_html
+from redjury.plugins import WRITERS
+from redjury.report.digest import ReportData, load_report, report_data
 from redjury.report.html import write_html as write_html
-from redjury.report.junit import write_junit
 from redjury.report.summary import print_summary as print_summary
 from redjury.report.terminal import escape_control
+from redjury.report.writer import ReportWriter
 
 EXIT_GATE = 4
 
@@ -57,47 +56,50 @@ def asr_gate_failures(evals: list[dict[str, Any]], limit: float | dict[str, floa
     return failures
 
 
-def _asked(reporting: ReportingSpec) -> bool:
+def _asked(reporting: ReportingSpec, writers: list[type[ReportWriter]]) -> bool:
     """Whether any output or gate needs the report read back."""
     return bool(
-        reporting.html
-        or reporting.junit
-        or reporting.fail_on_asr is not None
-        or reporting.fail_on_errors is not None
+        writers or reporting.fail_on_asr is not None or reporting.fail_on_errors is not None
     )
 
 
 def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None]) -> int:
     """Write the requested outputs of a run folder and apply the gates; 4 when a gate
     trips, else 0."""
-    if not _asked(reporting):
+    writers = _writers(reporting)
+    if not _asked(reporting, writers):
         return 0  # nothing asked for: do not read the report back
-    data = load_report(out_dir, HIT_LIMIT if reporting.html else 0)
-    if reporting.html:
-        html = render_html(data)
-        target = write_replacing(
-            data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
-        )
-        echo(f"html: {target}")
-    return _junit_and_gates(data, reporting, echo)
+    data = load_report(out_dir, max((w.hits for w in writers), default=0))
+    _write(data, writers, reporting, echo)
+    return gate_code(data.evals, reporting, echo)
 
 
 def post_run_rows(
     rows: Iterable[dict[str, Any]], reporting: ReportingSpec, echo: Callable[[str], None]
 ) -> int:
-    """`post_run` for a run judged in memory: JUnit and the gates (the HTML report needs a
-    run folder to live in, so it is written only with one)."""
-    if not _asked(reporting):
+    """`post_run` for a run judged in memory: the writers that need no run folder (JUnit,
+    not the HTML report) and the gates."""
+    writers = [w for w in _writers(reporting) if not w.needs_run_folder]
+    if not _asked(reporting, writers):
         return 0
-    return _junit_and_gates(report_data(rows, Path("<memory>"), 0), reporting, echo)
-
-
-def _junit_and_gates(
-    data: ReportData, reporting: ReportingSpec, echo: Callable[[str], None]
-) -> int:
-    if reporting.junit:
-        echo(f"junit: {write_junit(data, Path(reporting.junit))}")
+    data = report_data(rows, Path("<memory>"), max((w.hits for w in writers), default=0))
+    _write(data, writers, reporting, echo)
     return gate_code(data.evals, reporting, echo)
+
+
+def _writers(reporting: ReportingSpec) -> list[type[ReportWriter]]:
+    """The registered writers whose `reporting` setting asks for their file."""
+    return [w for w in WRITERS.ordered() if getattr(reporting, w.name, None)]
+
+
+def _write(
+    data: ReportData,
+    writers: list[type[ReportWriter]],
+    reporting: ReportingSpec,
+    echo: Callable[[str], None],
+) -> None:
+    for writer in writers:
+        echo(f"{writer.name}: {writer().write(data, getattr(reporting, writer.name))}")
 
 
 def gate_code(

@@ -7,11 +7,12 @@ import os
 from typing import Any
 
 from redjury.attempts import Attempt, checked_attempt
+from redjury.errors import RedjuryError
 from redjury.inputs import redjury_record
 from redjury.service.judging import AttemptOutcome
 
 
-class RequestError(Exception):
+class RequestError(RedjuryError):
     """A request the service refuses: an HTTP status and the field at fault."""
 
     def __init__(self, status: int, field: str, message: str) -> None:

@@ -16,26 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from redjury.attempts import Attempt
+from redjury.errors import RedjuryError
 from redjury.judges.answer_checks import InvalidAnswer, json_object_once, logprob_table
 from redjury.judges.config import ScoringSpec
 from redjury.judges.config_checks import read_named_file
-from redjury.plugins import Registry
+from redjury.plugins import SCORING_TYPES
 
 if TYPE_CHECKING:
     from redjury.judges.upstream import UpstreamPrompt, UpstreamSource
-
-ENTRY_POINT_GROUP = "redjury.scoring_types"
-BUILTIN_MODULES = (
-    "redjury.judges.scoring.harmbench",
-    "redjury.judges.scoring.scorer",
-    "redjury.judges.scoring.harmbench_variant",
-    "redjury.judges.scoring.jailbreakbench",
-    "redjury.judges.scoring.nuanced",
-    "redjury.judges.scoring.on_topic",
-    "redjury.judges.scoring.rag_outcome",
-    "redjury.judges.scoring.strongreject",
-    "redjury.judges.scoring.llamaguard",
-)
 
 Message = dict[str, str]
 UPSTREAM = "upstream"
@@ -55,7 +43,7 @@ def fill(template: str, **values: str) -> str:
         ) from exc
 
 
-class MissingInput(Exception):
+class MissingInput(RedjuryError):
     """The attempt lacks a field the template needs; the judge abstains with this reason."""
 
 
@@ -390,21 +378,18 @@ class ScaleScoringType(ScoringType):
 
 
 # -- registry ----------------------------------------------------------------------------
-_SCORING_TYPES: Registry[type[ScoringType]] = Registry(
-    "scoring type", ScoringType, BUILTIN_MODULES, ENTRY_POINT_GROUP
-)
 S = TypeVar("S", bound=type[ScoringType])
 
 
 def register_scoring_type(cls: S) -> S:
     """Class decorator: make a scoring type available by its `name`."""
-    return _SCORING_TYPES.register(cls)
+    return SCORING_TYPES.register(cls)
 
 
 def scoring_types() -> dict[str, type[ScoringType]]:
     """Every registered scoring type by name, sorted."""
-    return _SCORING_TYPES.classes()
+    return SCORING_TYPES.classes()
 
 
 def get_scoring_type(name: str) -> type[ScoringType]:
-    return _SCORING_TYPES.get(name)
+    return SCORING_TYPES.get(name)
