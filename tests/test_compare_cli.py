@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from compare_runs import attempts_with_rates, write_attempts
+from compare_fixtures import attempts_with_rates, write_attempts
 from redjury_testing import redjury
 
 BASE_RATES = {"A": 0.30, "B": 0.15, "C": 0.05}

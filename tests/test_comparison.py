@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from compare_runs import PII_ONLY, attempts_with_rates
+from compare_fixtures import PII_ONLY, attempts_with_rates
 from redjury_testing import REPO
 
 import redjury

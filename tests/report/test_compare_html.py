@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from compare_runs import PII_ONLY, attempts_with_rates
+from compare_fixtures import PII_ONLY, attempts_with_rates
 from report_fixtures import Browser, start_browser
 
 import redjury
