@@ -22,7 +22,7 @@ from redjury_testing import REPO
 
 from redjury.cli import app
 from redjury.config import reference_markdown
-from redjury.detectors.registry import detector_classes
+from redjury.detectors.registry import BUILTIN_NAMES
 from redjury.docs import GENERATED_PAGES, cli_reference, detector_reference, fill_markers
 from redjury.judges.scoring import scoring_types
 
@@ -104,7 +104,8 @@ def test_the_cli_reference_holds_every_command() -> None:
 
 def test_the_detector_reference_holds_every_built_in_detector_and_scoring_type() -> None:
     text = detector_reference()
-    for name in detector_classes():
+    # The built-ins (a test elsewhere may have registered a detector of its own meanwhile).
+    for name in BUILTIN_NAMES:
         assert f"| `{name}` |" in text
     for name in scoring_types():
         assert f"| `judge:{name}` |" in text

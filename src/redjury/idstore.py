@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads at the first spill: a run forks its workers before that
+    import numpy as np
 
 # Recent ids held in memory before they are moved to the table.
 SPILL_AT = 1 << 16
@@ -82,6 +84,8 @@ class IdStore:
             return False
         if self._bloom is None or not keys:
             return True
+        import numpy as np
+
         maybe = self._maybe_many(self._hashes(keys))
         return not any(self._on_disk(keys[i])[0] for i in np.flatnonzero(maybe))
 
@@ -119,18 +123,24 @@ class IdStore:
         return True
 
     def _probes_many(self, hashes: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         step = (hashes >> np.uint64(32)) | np.uint64(1)
         probes = np.arange(BLOOM_PROBES, dtype=np.uint64)[:, None]
         with np.errstate(over="ignore"):
             return (hashes[None, :] + probes * step[None, :]) & np.uint64(self._mask)
 
     def _maybe_many(self, hashes: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         assert self._bloom is not None
         idx = self._probes_many(hashes)
         found = (self._bloom[idx >> np.uint64(3)] >> (idx & np.uint64(7)).astype(np.uint8)) & 1
         return np.asarray(found.all(axis=0))
 
     def _hashes(self, keys: list[str]) -> np.ndarray:
+        import numpy as np
+
         hashes = map(self.hash_of, keys)
         return np.fromiter(hashes, dtype=np.int64, count=len(keys)).view(np.uint64)
 
@@ -143,6 +153,8 @@ class IdStore:
 
     def _spill(self) -> None:
         """Move the recent ids to the table (sorted by hash: the inserts stay local)."""
+        import numpy as np
+
         if self._db is None:
             self._open()
         assert self._db is not None and self._bloom is not None
@@ -158,6 +170,8 @@ class IdStore:
         self._recent = {}
 
     def _open(self) -> None:
+        import numpy as np
+
         # "": SQLite's private temporary database, in memory up to its page cache, then in a
         # file SQLite unlinks as it opens it: nothing is left behind, even by a killed run.
         db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
