@@ -124,7 +124,7 @@ def test_the_fields_it_does_not_check_default_to_none() -> None:
 
 
 def test_a_mapped_garak_row_takes_the_fast_path() -> None:
-    from redjury.inputs import GarakSetup, garak_attempt_fields
+    from redjury.formats.garak import GarakSetup, garak_attempt_fields
 
     row = {
         "entry_type": "attempt",

@@ -15,15 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redjury.attempts import Attempt
-from redjury.inputs import (
-    GARAK_ROW_FIELDS,
-    InputSet,
-    _json_object,
-    _read_lines,
-    _scan_lines,
-    check_inputs,
-    garak_json_object,
-)
+from redjury.formats.garak import GARAK_ROW_FIELDS, _read_lines, _scan_lines, garak_json_object
+from redjury.formats.lines import json_object
+from redjury.inputs import InputSet, check_inputs
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GARAK_SETUP = b'{"entry_type": "start_run setup", "plugins.target_name": "m"}\n'
@@ -154,7 +148,7 @@ GARAK_UNESCAPED = shaped(GARAK_BASE, [*GARAK_ROW_FIELDS, *SKIPPED_GARAK_KEYS], e
 )
 def test_a_garak_line_reads_as_the_full_parse_reads_it(line: bytes) -> None:
     fast, fast_problem = garak_json_object(line)
-    full, full_problem = _json_object(line)
+    full, full_problem = json_object(line)
     if full is None:
         assert fast is None and fast_problem == full_problem
     else:
@@ -171,7 +165,7 @@ def test_a_garak_line_not_utf8_where_redjury_does_not_read_is_refused_as_any_oth
     assert problem is None and fast == {k: v for k, v in row.items() if k in GARAK_ROW_FIELDS}
     bad = good.encode().replace("caf\u00e9".encode(), b"caf\xe9")
     fast, problem = garak_json_object(bad)
-    assert fast is None and problem is not None and problem == _json_object(bad)[1]
+    assert fast is None and problem is not None and problem == json_object(bad)[1]
 
 
 @SETTINGS

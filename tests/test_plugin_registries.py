@@ -70,6 +70,43 @@ def test_the_table_names_every_builtin_its_modules_register(registry: Registry[A
     )
 
 
+GARAK_REPORT = (
+    b'{"entry_type": "start_run setup", "plugins.target_type": "hf", "plugins.target_name": "m"}\n'
+    b'{"entry_type": "attempt", "uuid": "u1", "seq": 0, "status": 1, "outputs": ["draft"]}\n'
+    b'{"entry_type": "attempt", "uuid": "u1", "seq": 0, "status": 2, "outputs": ["final"]}\n'
+)
+REDJURY_JSONL = b'not json\n{"id": "a1", "probe": "p", "outputs": ["no"]}\n'
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("garak", GARAK_REPORT, [(3, "u1", ["final"])]),
+        ("redjury", REDJURY_JSONL, [(1, None, None), (2, "a1", ["no"])]),
+    ],
+)
+def test_the_jsonl_formats_are_registered_and_read_as_the_inputs_read_them(
+    tmp_path: Path, name: str, content: bytes, expected: list[Any]
+) -> None:
+    from redjury.inputs import InputSet, detect_format
+
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(content)
+    fmt = plugins.FORMATS.get(name)
+    assert fmt.lines and not fmt.head(content)
+    assert detect_format(path) == name
+    # The JSONL formats come after every document format in recognition order.
+    order = [f.name for f in plugins.FORMATS.ordered()]
+    assert order.index(name) > order.index("promptfoo")
+
+    def seen(records: Any) -> list[Any]:
+        return [
+            (r.line, r.attempt and r.attempt.id, r.attempt and r.attempt.outputs) for r in records
+        ]
+
+    assert seen(fmt.read(path)) == seen(InputSet([path]).records()) == expected
+
+
 def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
     with pytest.raises(KeyError, match="unknown engine 'nowhere'; known: local, ray"):
         plugins.ENGINES.get("nowhere")

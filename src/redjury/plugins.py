@@ -186,9 +186,10 @@ SCORING_TYPES: Registry[type[Any]] = Registry(
     },
 )
 
-# Document formats recognised from their content (redjury JSONL and garak are the default
-# when none claims a file). Order is recognition order: an Azure scan or a PyRIT file never
-# carries inspect's `eval`.
+# Input formats recognised from their content. Order is recognition order: an Azure scan or a
+# PyRIT file never carries inspect's `eval`. The JSONL formats come last: a file that no
+# document format claims is garak's when its first JSON object has `entry_type`, else
+# redjury's (the default).
 FORMATS: Registry[Any] = Registry(
     "input format",
     "redjury.formats.base:DocumentFormat",
@@ -199,6 +200,8 @@ FORMATS: Registry[Any] = Registry(
         "pyrit_memory": "redjury.formats.pyrit",
         "inspect_ai": "redjury.formats.inspect_ai",
         "promptfoo": "redjury.formats.promptfoo",
+        "garak": "redjury.formats.garak",
+        "redjury": "redjury.formats.jsonl",
     },
 )
 

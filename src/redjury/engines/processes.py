@@ -39,7 +39,9 @@ from typing import Any
 
 from redjury.detectors.base import Detector
 from redjury.evaluators import Evaluator, RunTally
-from redjury.inputs import InputSet, detect_format, redjury_line_records
+from redjury.formats.garak import garak_line_records
+from redjury.formats.jsonl import redjury_line_records
+from redjury.inputs import InputSet, detect_format
 from redjury.records import InputRecord, LineError
 from redjury.report.digest import DigestBuilder
 from redjury.report.hitlog import HitlogLines
@@ -222,7 +224,7 @@ def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
 def _chunk_records(job: _Job, chunk: Chunk, data: bytes) -> Iterator[InputRecord]:
     lines = enumerate(io.BytesIO(data), 1)
     if chunk.garak:
-        return job.inputs.garak_line_records(chunk.name, lines)
+        return garak_line_records(chunk.name, lines, job.inputs.scans[chunk.name])
     return redjury_line_records(chunk.name, lines)
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from redjury.inputs import GarakSetup, InputSet, redjury_record
+from redjury.formats.garak import GarakSetup
+from redjury.formats.jsonl import redjury_record
+from redjury.inputs import InputSet
 from redjury.records import InputRecord, LineError
 
 # Attempt fields that may come as JSON text in a Parquet column.
@@ -68,18 +70,20 @@ class RaySources:
     """Every input of a Ray run read as one stream, in the order given."""
 
     paths: list[Path]
-    garak_setup: dict[str, GarakSetup] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._files = InputSet([p for p in self.paths if not is_parquet(p)])
-        self.garak_setup = self._files.garak_setup
+
+    @property
+    def garak_setup(self) -> dict[str, GarakSetup]:
+        return self._files.garak_setup
 
     def records(self) -> Iterator[InputRecord]:
         for path in self.paths:
             if is_parquet(path):
                 yield from ParquetSource(str(path)).records()
             else:
-                yield from InputSet([path], self.garak_setup, self._files._final_rows).records()
+                yield from InputSet([path], self._files.scans).records()
 
     def prepare(self) -> None:
         self._files.prepare()

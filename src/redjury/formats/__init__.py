@@ -1,8 +1,10 @@
-"""Readers for other red-team tools' records (promptfoo, inspect_ai, PyRIT, Azure AI
-Evaluation), recognised from the content and read as redjury attempts.
+"""Every input format's reader: redjury's own JSONL, garak's report.jsonl, and other
+red-team tools' records (promptfoo, inspect_ai, PyRIT, Azure AI Evaluation), recognised
+from the content and read as redjury attempts.
 
-Each format registers a `DocumentFormat`: how to recognise its parsed top level, the
-keys that give a pretty-printed document away in its first bytes, and its reader."""
+Each format registers a `DocumentFormat`: how to recognise its parsed top level (for a
+JSONL format, its first JSON object), the keys that give a pretty-printed document away
+in its first bytes, and its reader."""
 
 from __future__ import annotations
 
@@ -19,9 +21,22 @@ HEAD_BYTES = 1 << 16
 FIRST_LINE_BYTES = 1 << 24
 
 
+# The format of a file that no other format claims.
+DEFAULT_FORMAT = "redjury"
+
+
 def _registry() -> list[DocumentFormat]:
     # Recognition order: the built-ins' table order (most distinctive first), then plugins.
-    return FORMATS.ordered()
+    return [fmt for fmt in FORMATS.ordered() if not fmt.lines]
+
+
+def line_format(first: dict[str, Any]) -> str:
+    """The JSONL format whose records start with `first`, the default one tried last."""
+    formats = [fmt for fmt in FORMATS.ordered() if fmt.lines]
+    for fmt in sorted(formats, key=lambda fmt: fmt.name == DEFAULT_FORMAT):
+        if fmt.claims(first):
+            return fmt.name
+    return DEFAULT_FORMAT
 
 
 def classify(doc: Any) -> str | None:
@@ -65,7 +80,4 @@ def sniff(path: Path) -> str | None:
 
 
 def read_records(name: str, path: Path) -> Iterator[InputRecord]:
-    for fmt in _registry():
-        if fmt.name == name:
-            return fmt.read(path)
-    raise KeyError(name)
+    return FORMATS.get(name).read(path)

@@ -25,6 +25,13 @@ class DocumentFormat:
     claims: Callable[[Any], bool]
     head: Callable[[bytes], bool]
     read: Callable[[Path], Iterator[InputRecord]]
+    # A JSONL format (redjury's, garak's): `claims` is asked about the file's first JSON
+    # object, never about a document's shape, and `head` is not asked.
+    lines: bool = False
+    # Read ahead before judging (a garak report's setup rows and final rows): the inputs
+    # keep what `prescan` returns and read the file with `read_scanned(path, it)`.
+    prescan: Callable[[Path], Any] | None = None
+    read_scanned: Callable[[Path, Any], Iterator[InputRecord]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

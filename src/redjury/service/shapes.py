@@ -8,7 +8,7 @@ from typing import Any
 
 from redjury.attempts import Attempt, checked_attempt
 from redjury.errors import RedjuryError
-from redjury.inputs import redjury_record
+from redjury.formats.jsonl import redjury_record
 from redjury.service.judging import AttemptOutcome
 
 
