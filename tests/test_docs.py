@@ -24,7 +24,7 @@ from redjury.cli import app
 from redjury.config import reference_markdown
 from redjury.detectors.registry import BUILTIN_NAMES
 from redjury.docs import GENERATED_PAGES, cli_reference, detector_reference, fill_markers
-from redjury.judges.scoring import scoring_types
+from redjury.plugins import SCORING_TYPES
 
 DOCS = REPO / "docs"
 README = REPO / "README.md"
@@ -107,7 +107,7 @@ def test_the_detector_reference_holds_every_built_in_detector_and_scoring_type()
     # The built-ins (a test elsewhere may have registered a detector of its own meanwhile).
     for name in BUILTIN_NAMES:
         assert f"| `{name}` |" in text
-    for name in scoring_types():
+    for name in SCORING_TYPES.builtin_names:
         assert f"| `judge:{name}` |" in text
 
 
