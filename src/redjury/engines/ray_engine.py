@@ -341,6 +341,7 @@ class RayRun(Run):
         finally:
             asyncio.run(_close(detectors))
             if started:
+                _quiet_after_shutdown()
                 ray.shutdown()
 
     def _interrupted(self, interrupt: KeyboardInterrupt | None = None) -> RunInterrupted:
@@ -648,3 +649,13 @@ def run_on_ray(options: RunOptions) -> RunResult:
 
 
 ENGINE = ENGINES.register(Engine("ray", run_on_ray))
+
+
+def _quiet_after_shutdown() -> None:
+    """Before this run's own Ray stops: Ray Data's background threads (its stats reporter)
+    may still call into Ray afterwards. Such a call must neither start a new local Ray
+    (auto-connect) nor print a traceback about a Ray that is gone."""
+    from ray._private import auto_init_hook
+
+    auto_init_hook.enable_auto_connect = False
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
