@@ -39,17 +39,11 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def cmd_evaluate(args: argparse.Namespace) -> dict:
-    """Case 1: evaluate already-parsed attempts, compute the CI, write eval rows and hitlog."""
+def _scored_attempts(n: int) -> list:
+    """Case 1's attempts, parsed: garak's scores given with each attempt."""
     from redjury.attempts import Attempt
-    from redjury.config import ReportingSpec
-    from redjury.evaluators import HitlogBuilder, RunTally, ThresholdEvaluator
-    from redjury.redaction import Redactor
-    from redjury.report.jsonl import JsonlWriter
-    from redjury.report.statistics import eval_statistics
-    from redjury.rows import AttemptScorer
 
-    attempts = [
+    return [
         Attempt(
             id=s.uuid,
             probe=data.PROBE,
@@ -61,8 +55,20 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
             run_id=RUN_ID,
             detector_results={data.DETECTOR: list(s.scores)},
         )
-        for s in data.scored_attempts(args.attempts)
+        for s in data.scored_attempts(n)
     ]
+
+
+def cmd_evaluate(args: argparse.Namespace) -> dict:
+    """Case 1: evaluate already-parsed attempts, compute the CI, write eval rows and hitlog."""
+    from redjury.config import ReportingSpec
+    from redjury.evaluators import HitlogBuilder, RunTally, ThresholdEvaluator
+    from redjury.redaction import Redactor
+    from redjury.report.jsonl import JsonlWriter
+    from redjury.report.statistics import eval_statistics
+    from redjury.rows import AttemptScorer
+
+    attempts = _scored_attempts(args.attempts)
     reporting = ReportingSpec(
         confidence_interval_method=args.ci, bootstrap_num_iterations=args.iterations, seed=42
     )
@@ -209,22 +215,8 @@ def cmd_api(args: argparse.Namespace) -> dict:
     """Case 1 through the public API: `redjury.evaluate()` on already-parsed attempts, as a
     user calls it (detectors none or the defaults, bootstrap CI, report and hitlog written)."""
     import redjury
-    from redjury.attempts import Attempt
 
-    attempts = [
-        Attempt(
-            id=s.uuid,
-            probe=data.PROBE,
-            goal=s.goal,
-            prompt=s.prompt,
-            outputs=list(s.outputs),
-            intent=s.intent,
-            seq=s.seq,
-            run_id=RUN_ID,
-            detector_results={data.DETECTOR: list(s.scores)},
-        )
-        for s in data.scored_attempts(args.attempts)
-    ]
+    attempts = _scored_attempts(args.attempts)
     config: dict = {"reporting": {"seed": 42, "bootstrap_num_iterations": args.iterations}}
     if args.detectors == "none":
         config["detectors"] = []
