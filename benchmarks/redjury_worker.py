@@ -62,8 +62,9 @@ def _scored_attempts(n: int) -> list:
 def cmd_evaluate(args: argparse.Namespace) -> dict:
     """Case 1: evaluate already-parsed attempts, compute the CI, write eval rows and hitlog."""
     from redjury.config import ReportingSpec
-    from redjury.evaluators import HitlogBuilder, RunTally, ThresholdEvaluator
+    from redjury.evaluators import RunTally, ThresholdEvaluator
     from redjury.redaction import Redactor
+    from redjury.report.hitlog import HitlogLines
     from redjury.report.jsonl import JsonlWriter
     from redjury.report.statistics import eval_statistics
     from redjury.rows import AttemptScorer
@@ -81,7 +82,7 @@ def cmd_evaluate(args: argparse.Namespace) -> dict:
         report = JsonlWriter(Path(tmp) / "report.jsonl", "w", flush_every=0)
         hitlog = JsonlWriter(Path(tmp) / "hitlog.jsonl", "w", flush_every=0)
 
-        build_hit = HitlogBuilder(GENERATOR, data.GENERATIONS)
+        build_hit = HitlogLines(GENERATOR, data.GENERATIONS)
 
         def on_hits(row: dict, detector: str, failed: list) -> None:
             # A detector's hits of one attempt as JSONL lines, spliced from its serialised
