@@ -78,3 +78,28 @@ def test_the_process_tree_sampler_sees_a_child_s_memory(bench, tmp_path: Path) -
     done = bench.run_sampled([sys.executable, "-c", parent])
     assert done["rc"] == 0
     assert done["peak_tree_mb"] >= 200
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["evaluate", "--attempts", "60", "--ci", "none"],
+        ["api", "--attempts", "60", "--iterations", "50", "--detectors", "none"],
+    ],
+)
+def test_the_worker_measures_what_case_1_times(args: list[str]) -> None:
+    """The worker's commands run on the code as it is (a moved helper once broke the internal
+    region unnoticed): every scored output is counted once and every fail has a hitlog row."""
+    import json
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "redjury_worker.py"), *args], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.splitlines()[-1])
+    counts = result["counts"]
+    assert counts["passed"] + counts["fails"] + counts["nones"] == 60 * 5
+    assert counts["fails"] > 0
+    if "hitlog_rows" in result:
+        assert result["hitlog_rows"] == counts["fails"]
