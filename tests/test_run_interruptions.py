@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 from fault_server import FaultServer, Reply
-from redjury_testing import REPO, read_jsonl, redjury, rows_of, write_jsonl
+from redjury_testing import (
+    REPO,
+    read_jsonl,
+    redjury,
+    rows_of,
+    start_run,
+    wait_for,
+    write_jsonl,
+)
 
 EXAMPLE = REPO / "examples" / "attempts.jsonl"
 
@@ -45,14 +53,6 @@ def _panel_config(path: Path, server: FaultServer) -> Path:
     return path
 
 
-def _wait_for(predicate, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
-
-
 @pytest.mark.usefixtures("interruptible")
 def test_ctrl_c_keeps_every_finished_attempt_and_says_how_to_resume(tmp_path: Path) -> None:
     n = 14
@@ -79,7 +79,7 @@ def test_ctrl_c_keeps_every_finished_attempt_and_says_how_to_resume(tmp_path: Pa
             text=True,
         )
         # Every attempt has been asked; all but the first have their answer.
-        _wait_for(lambda: server.count >= n)
+        wait_for(lambda: server.count >= n)
         time.sleep(2.0)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
@@ -100,13 +100,6 @@ def test_ctrl_c_keeps_every_finished_attempt_and_says_how_to_resume(tmp_path: Pa
         assert sorted(ids) == sorted(f"s{i}" for i in range(n))
 
 
-def _default_stop_signals() -> None:
-    """The child takes SIGTERM and SIGHUP as a run does by default (a test run under nohup
-    passes an ignored SIGHUP down)."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
-
-
 def _judged_run(tmp_path: Path, server: FaultServer, n: int, limit: int | None = None):
     attempts = write_jsonl(
         tmp_path / "a.jsonl",
@@ -122,17 +115,7 @@ def _judged_run(tmp_path: Path, server: FaultServer, n: int, limit: int | None =
         config.write_text(json.dumps(data))
     out = tmp_path / "out"
     env = {**os.environ, "NO_COLOR": "1", "REDJURY_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "redjury.cli", "run", str(attempts), "-c", str(config)]
-    cmd += ["--out", str(out)]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_stop_signals,
-    )
+    proc, cmd = start_run(attempts, config, out, env)
     return proc, cmd, env, out
 
 
@@ -152,7 +135,7 @@ def test_a_stop_signal_keeps_every_judged_attempt_like_ctrl_c(
         report = out / "redjury.report.jsonl"
         # Every attempt but s0 is judged, and on disk while s0 still hangs (a kill -9 now
         # would lose none of them).
-        _wait_for(lambda: len(_attempt_ids(report)) == n - 1)
+        wait_for(lambda: len(_attempt_ids(report)) == n - 1)
         proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode == code, stderr
@@ -175,7 +158,7 @@ def test_judged_rows_reach_the_disk_while_the_run_waits_so_kill_9_keeps_them(
         server.set_script(_slow_first_script({"now": False}))
         proc, _, _, out = _judged_run(tmp_path, server, n)
         try:
-            _wait_for(lambda: len(_attempt_ids(out / "redjury.report.jsonl")) == n - 1)
+            wait_for(lambda: len(_attempt_ids(out / "redjury.report.jsonl")) == n - 1)
         finally:
             proc.kill()
             proc.communicate(timeout=60)
@@ -190,7 +173,7 @@ def test_ctrl_c_with_a_low_concurrency_limit_prints_no_traceback(tmp_path: Path)
         server.set_script(lambda req: Reply("no", delay=60.0))
         # Four requests hang in flight, every other attempt waits for a slot.
         proc, _, _, out = _judged_run(tmp_path, server, n, limit=4)
-        _wait_for(lambda: server.count >= 4)
+        wait_for(lambda: server.count >= 4)
         time.sleep(1.0)  # the others have queued behind them (no timing is asserted)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)

@@ -7,28 +7,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from batch_server import BatchServer
-from redjury_testing import REPO, rows_of, write_jsonl
+from redjury_testing import REPO, rows_of, start_run, wait_for, write_jsonl
 
 KEY = "sk-resume-secret-7"
-
-
-def _wait_for(predicate, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
-
-
-def _default_stop_signals() -> None:
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
@@ -79,20 +64,10 @@ def test_killed_run_resumes_its_batch_without_resubmitting(tmp_path: Path, signu
             "REDJURY_CACHE_DIR": str(tmp_path / "cache"),
             "JUDGE_KEY": KEY,
         }
-        cmd = [sys.executable, "-m", "redjury.cli", "run", str(attempts), "-c", str(config)]
-        cmd += ["--out", str(out)]
-        proc = subprocess.Popen(
-            cmd,
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=_default_stop_signals,
-        )
+        proc, cmd = start_run(attempts, config, out, env)
         try:
             # The batch is created and recorded, and its status polled at least once.
-            _wait_for(lambda: len(server.requests("GET", "/v1/messages/batches/")) >= 1)
+            wait_for(lambda: len(server.requests("GET", "/v1/messages/batches/")) >= 1)
             assert (out / "judge_batches.json").exists()
             proc.send_signal(signum)
             _, stderr = proc.communicate(timeout=60)

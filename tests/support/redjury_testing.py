@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +83,37 @@ def redjury(
         env=full_env,
         timeout=600,
     )
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll `predicate` every 50 ms; an AssertionError after `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def default_stop_signals() -> None:
+    """For a child's preexec_fn: SIGTERM and SIGHUP as a run takes them by default (a test
+    run under nohup passes an ignored SIGHUP down)."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def start_run(
+    attempts: Path, config: Path, out: Path, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """`redjury run ATTEMPTS -c CONFIG --out OUT` started, its output piped; and its command."""
+    cmd = [sys.executable, "-m", "redjury.cli", "run", str(attempts), "-c", str(config)]
+    cmd += ["--out", str(out)]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_stop_signals,
+    )
+    return proc, cmd
