@@ -13,8 +13,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redjury_testing import checked_records
 
-from redjury.attempts import Attempt
 from redjury.formats.garak import GARAK_ROW_FIELDS, _read_lines, _scan_lines, garak_json_object
 from redjury.formats.lines import json_object
 from redjury.inputs import InputSet, check_inputs
@@ -62,17 +62,7 @@ def read(lines: list[bytes], garak: bool) -> list[Any]:
         path.write_bytes(GARAK_SETUP + body if garak else body)
         records = list(InputSet([path]).records())
         check_inputs(InputSet([path]))
-    for rec in records:
-        assert (rec.attempt is None) != (rec.error is None)
-        if rec.attempt is not None:
-            assert isinstance(rec.attempt, Attempt) and rec.attempt.outputs
-            assert all(
-                len(s) == len(rec.attempt.outputs) for s in rec.attempt.detector_results.values()
-            )
-        else:
-            assert rec.error is not None and rec.error.field and rec.error.reason
-            assert "\n" not in str(rec.error)
-    return records
+    return checked_records(records)
 
 
 @SETTINGS

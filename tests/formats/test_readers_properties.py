@@ -15,8 +15,8 @@ import pytest
 from formats_testing import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redjury_testing import checked_records
 
-from redjury.attempts import Attempt
 from redjury.formats import read_records
 from redjury.inputs import InputSet, check_inputs
 from redjury.records import InputRecord
@@ -39,17 +39,7 @@ json_values = st.recursive(
 
 
 def checked(records: list[InputRecord]) -> list[InputRecord]:
-    for rec in records:
-        assert (rec.attempt is None) != (rec.error is None)
-        if rec.attempt is not None:
-            assert isinstance(rec.attempt, Attempt) and rec.attempt.outputs
-            assert all(
-                len(s) == len(rec.attempt.outputs) for s in rec.attempt.detector_results.values()
-            )
-        else:
-            assert rec.error is not None and rec.error.field and rec.error.reason
-            assert "\n" not in str(rec.error)
-    return records
+    return checked_records(records)
 
 
 def read_each_way(data: bytes, name: str = "in.json") -> None:

@@ -117,3 +117,21 @@ def start_run(
         preexec_fn=default_stop_signals,
     )
     return proc, cmd
+
+
+def checked_records(records: list[Any]) -> list[Any]:
+    """A reader's records as the run needs them: each an attempt or a one-line error naming
+    its field, an attempt with replies and one score per reply from every detector given."""
+    from redjury.attempts import Attempt
+
+    for rec in records:
+        assert (rec.attempt is None) != (rec.error is None)
+        if rec.attempt is not None:
+            assert isinstance(rec.attempt, Attempt) and rec.attempt.outputs
+            assert all(
+                len(s) == len(rec.attempt.outputs) for s in rec.attempt.detector_results.values()
+            )
+        else:
+            assert rec.error is not None and rec.error.field and rec.error.reason
+            assert "\n" not in str(rec.error)
+    return records
