@@ -195,7 +195,7 @@ class Results:
         (`pip install 'redjury[plot]'`)."""
         from redjury.report.plot import plot_asr
 
-        return plot_asr([dict(r) for r in self.evals], ax)
+        return plot_asr(self.evals, ax)
 
     @classmethod
     def from_run(cls, result: RunResult, terminal: str) -> Results:

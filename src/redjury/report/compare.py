@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from redjury.report.jsonl import dumps
+
+_Row = TypeVar("_Row", bound=Mapping[str, Any])
 
 # Regressions first, then improvements, then the rest; within each, the smallest p first.
 _ORDER = {"regression": 0, "improvement": 1, "no_change": 2, "not_compared": 3}
@@ -18,7 +20,7 @@ def comparison_jsonl(rows: Sequence[dict[str, Any]]) -> str:
     return "".join(dumps(row) + "\n" for row in rows)
 
 
-def ordered(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def ordered(rows: Sequence[_Row]) -> list[_Row]:
     """Regressions first, then improvements, no change, not compared; smallest p first."""
     return sorted(
         rows,
@@ -38,7 +40,7 @@ def _signed_pp(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.1f} pp"
 
 
-def table_cells(row: dict[str, Any]) -> tuple[str, ...]:
+def table_cells(row: Mapping[str, Any]) -> tuple[str, ...]:
     """One row of the comparison table as plain text cells (HEAD's columns)."""
     name = row["probe"] if row["scope"] == "probe" else row["intent"] or "(all)"
     interval = "—"
@@ -59,7 +61,7 @@ def table_cells(row: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-def summary_line(rows: Sequence[dict[str, Any]]) -> str:
+def summary_line(rows: Sequence[Mapping[str, Any]]) -> str:
     counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in _ORDER}
     first = rows[0] if rows else {}
     return (

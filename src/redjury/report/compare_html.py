@@ -4,7 +4,7 @@ its intervals beside both runs' rates, inline SVG and styles, no script, nothing
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ def _e(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
-def _half_range(rows: Sequence[dict[str, Any]]) -> float:
+def _half_range(rows: Sequence[Mapping[str, Any]]) -> float:
     """The plot's x axis runs from −h to h: the widest interval, rounded up to 5 points."""
     ends = [abs(r[k]) for r in rows for k in ("difference_lower", "difference_upper")
             if r[k] is not None]  # fmt: skip
@@ -56,7 +56,7 @@ def _axis(half: float, margin: float) -> str:
     )
 
 
-def _forest_cell(row: dict[str, Any], half: float) -> str:
+def _forest_cell(row: Mapping[str, Any], half: float) -> str:
     """One row of the forest plot: the zero line, the margin band, the interval and its point."""
     zero = _x(0.0, half)
     parts = [f'<line x1="{zero}" x2="{zero}" y1="0" y2="{ROW_HEIGHT}" stroke="#bbb"/>']
@@ -81,7 +81,7 @@ def _forest_cell(row: dict[str, Any], half: float) -> str:
     )
 
 
-def comparison_html(rows: Sequence[dict[str, Any]], base: str, new: str) -> str:
+def comparison_html(rows: Sequence[Mapping[str, Any]], base: str, new: str) -> str:
     """The whole page: the runs, the summary line, then one table row per comparison."""
     shown = ordered(rows)
     half = _half_range(shown)

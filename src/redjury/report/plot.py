@@ -6,7 +6,7 @@ Rows are read as the report holds them (`eval` rows); matplotlib is imported onl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,18 +29,18 @@ class Bar:
         return f"{self.probe} · {self.detector}"
 
 
-def asr_of(row: dict[str, Any]) -> float | None:
+def asr_of(row: Mapping[str, Any]) -> float | None:
     """fails / evaluated outputs; None where nothing was evaluated."""
     total = row.get("total_evaluated") or 0
     return row.get("fails", 0) / total if total else None
 
 
-def interval_of(row: dict[str, Any]) -> tuple[float | None, float | None]:
+def interval_of(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
     """The row's interval as the reports show it (`shown_interval`); (None, None) without."""
     return shown_interval(row) or (None, None)
 
 
-def bars(evals: Sequence[dict[str, Any]]) -> list[Bar]:
+def bars(evals: Sequence[Mapping[str, Any]]) -> list[Bar]:
     """One bar per probe × detector that evaluated an output, probes in order, then
     detectors; a row with nothing evaluated has no rate to draw and is left out."""
     out = []
@@ -62,7 +62,7 @@ def _error_bars(shown: Sequence[Bar]) -> list[list[float]]:
     return [[max(v, 0.0) for v in below], [max(v, 0.0) for v in above]]
 
 
-def plot_asr(evals: Sequence[dict[str, Any]], ax: Any = None) -> Any:
+def plot_asr(evals: Sequence[Mapping[str, Any]], ax: Any = None) -> Any:
     """Draw the bars on `ax` (a new figure when None), one colour per detector with a
     legend; the axes are returned. Needs matplotlib."""
     try:

@@ -35,7 +35,7 @@ def comparison_page(base: Path, new: Path, *, allow_different_judges: bool = Fal
     from redjury.report.compare_html import comparison_html
 
     found = compare(base, new, allow_different_judges=allow_different_judges)
-    return comparison_html([dict(r) for r in found.rows], found.base, found.new)
+    return comparison_html(found.rows, found.base, found.new)
 
 
 def view_app(page: str) -> web.Application:

@@ -17,6 +17,7 @@ These fields sit beside garak's (`confidence_*`), which keep garak's meaning:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from redjury.stats.settings import CISettings, Correction
@@ -53,7 +54,7 @@ def small_sample_fields(
     }
 
 
-def shown_interval(row: dict[str, Any]) -> tuple[float, float] | None:
+def shown_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
     """The interval a report shows for an eval row: garak's bootstrap/Wilson fields where
     computed, else the small-sample `interval_*` fields, else None."""
     lo, hi = row.get("confidence_lower"), row.get("confidence_upper")
@@ -64,7 +65,7 @@ def shown_interval(row: dict[str, Any]) -> tuple[float, float] | None:
     return float(lo), float(hi)
 
 
-def applied_correction(row: dict[str, Any]) -> dict[str, Any] | None:
+def applied_correction(row: Mapping[str, Any]) -> dict[str, Any] | None:
     """The Se/Sp correction behind the interval `shown_interval` gives, or None where that
     interval is the raw one (or there is none)."""
     if row.get("confidence_lower") is not None and row.get("confidence_upper") is not None:
