@@ -76,15 +76,18 @@ async def test_openai_cycle_is_golden(batch_server, make_panel, monkeypatch, tmp
     assert {(x["method"], x["url"]) for x in lines} == {("POST", "/v1/chat/completions")}
     assert {x["body"]["model"] for x in lines} == {"gpt-judge"}
     assert {x["body"]["seed"] for x in lines} == {7}
+    ledger = json.loads((tmp_path / "judge_batches.json").read_text())
+    [entry] = ledger["batches"]
     assert create.json == {
         "input_file_id": "file-in-1",
         "endpoint": "/v1/chat/completions",
         "completion_window": "24h",
+        "metadata": {"redjury_intent": entry["token"]},
     }
     assert create.headers["content-type"] == "application/json"
-    ledger = json.loads((tmp_path / "judge_batches.json").read_text())
-    [entry] = ledger["batches"]
+    assert f'filename="redjury-{entry["token"]}.jsonl"'.encode() in upload.body
     assert entry["id"] == "batch_1" and entry["input_file_id"] == "file-in-1"
+    assert entry["intent_at"] <= entry["submitted_at"] and entry["requests"] == 2
     assert sorted(entry["custom_ids"]) == sorted(x["custom_id"] for x in lines)
     err = capsys.readouterr().err
     assert "batch batch_1 submitted (2 requests)" in err

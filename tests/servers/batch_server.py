@@ -7,6 +7,12 @@ holding `ZZERROR` fails alone (a 400 item / an `errored` result), one holding `Z
 left unanswered when the batch expires (the batch then ends `expired`); the rest "No".
 A batch ends after `polls` status polls, or stays in progress while `hold` is set. Every
 request is logged (method, path, query, headers, body); `creates` counts batches created.
+
+The listings (`GET /v1/batches`, `GET /v1/messages/batches`) are newest first and paged as
+documented (`limit`/`after` with `has_more`, `last_id`; Anthropic `after_id`); `page_cap`
+lowers the largest page. With `stall_create` set, a create is made and then not answered
+until it is cleared (a client killed meanwhile never learns the id). With `key` set, a
+request without it gets 401.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import default
@@ -43,6 +50,7 @@ class Batch:
     input_file_id: str | None = None
     polls: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    created: float = field(default_factory=time.time)
 
 
 def _answer(params: dict[str, Any]) -> str:
@@ -60,6 +68,9 @@ class BatchServer:
         self.creates = 0
         self.uploads = 0
         self.models = ["gpt-judge", "claude-j"]
+        self.stall_create = False
+        self.page_cap: int | None = None
+        self.key: str | None = None
         self.url = ""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -109,13 +120,24 @@ class BatchServer:
                 body,
             )
         )
+        if self.key is not None and not any(
+            request.headers.get(h, "").removeprefix("Bearer ") == self.key
+            for h in ("authorization", "x-api-key", "api-key")
+        ):
+            return web.json_response({"error": {"message": "invalid api key"}}, status=401)
         path = request.path.removeprefix("/openai").removeprefix("/v1")
         if request.method == "POST" and path == "/files":
             return self._upload(request, body)
-        if request.method == "POST" and path == "/batches":
-            return self._create_openai(request, json.loads(body))
-        if request.method == "POST" and path == "/messages/batches":
-            return self._create_anthropic(json.loads(body))
+        if request.method == "POST" and path in ("/batches", "/messages/batches"):
+            if path == "/batches":
+                made = self._create_openai(request, json.loads(body))
+            else:
+                made = self._create_anthropic(json.loads(body))
+            while self.stall_create:
+                await asyncio.sleep(0.02)
+            return made
+        if request.method == "GET" and path in ("/batches", "/messages/batches"):
+            return web.json_response(self._listing(request, path == "/batches"))
         if request.method == "GET" and path == "/models":
             # The preflight's model listing (a real run checks it before judging).
             return web.json_response({"data": [{"id": m, "type": "model"} for m in self.models]})
@@ -130,6 +152,45 @@ class BatchServer:
                 return web.Response(body=self._anthropic_results(batch))
             return web.json_response(self._anthropic_status(batch, request))
         return web.json_response({"error": {"message": "not found"}}, status=404)
+
+    def _listing(self, request: web.Request, openai: bool) -> dict[str, Any]:
+        kind = "openai" if openai else "anthropic"
+        newest = [b for b in reversed(self.batches.values()) if b.kind == kind]
+        cap = min(self.page_cap or 10**6, 100 if openai else 1000)
+        limit = min(int(request.query.get("limit", 20)), cap)
+        after = request.query.get("after" if openai else "after_id")
+        if after is not None:
+            newest = newest[[b.id for b in newest].index(after) + 1 :]
+        page = newest[:limit]
+        data = [
+            self._openai_object(b, self._state(b))
+            if openai
+            else self._anthropic_object(
+                b, "ended" if self._state(b) == "completed" else "in_progress", None
+            )
+            for b in page
+        ]
+        listing = {
+            "data": data,
+            "has_more": len(newest) > limit,
+            "first_id": page[0].id if page else None,
+            "last_id": page[-1].id if page else None,
+        }
+        return {"object": "list", **listing} if openai else listing
+
+    def _state(self, batch: Batch) -> str:
+        return "completed" if not self.hold and batch.polls > self.polls else "in_progress"
+
+    def add_batch(self, kind: str, count: int, created: float | None = None) -> str:
+        """A batch made by someone else (another run on the same key): `count` requests."""
+        n = len(self.batches) + 1
+        batch_id = f"batch_other_{n}" if kind == "openai" else f"msgbatch_other_{n:04d}"
+        params = {"model": "m", "messages": [{"role": "user", "content": "other"}]}
+        batch = Batch(batch_id, kind, [(f"o{i}", params) for i in range(count)])
+        if created is not None:
+            batch.created = created
+        self.batches[batch_id] = batch
+        return batch_id
 
     # -- OpenAI ------------------------------------------------------------------------
     def _upload(self, request: web.Request, body: bytes) -> web.Response:
@@ -163,7 +224,11 @@ class BatchServer:
             "openai",
             [(x["custom_id"], x["body"]) for x in lines],
             input_file_id=body["input_file_id"],
-            extra={"endpoint": body["endpoint"], "completion_window": body["completion_window"]},
+            extra={
+                "endpoint": body["endpoint"],
+                "completion_window": body["completion_window"],
+                "metadata": body.get("metadata"),
+            },
         )
         self.batches[batch.id] = batch
         return web.json_response(self._openai_object(batch, "validating"))
@@ -173,6 +238,7 @@ class BatchServer:
             "id": batch.id,
             "object": "batch",
             "input_file_id": batch.input_file_id,
+            "created_at": int(batch.created),
             "status": status,
             "output_file_id": files.get("output"),
             "error_file_id": files.get("error"),
@@ -262,8 +328,8 @@ class BatchServer:
             "processing_status": status,
             "request_counts": counts,
             "results_url": results_url,
-            "created_at": "2026-12-05T00:00:00Z",
-            "expires_at": "2026-12-06T00:00:00Z",
+            "created_at": _rfc3339(batch.created),
+            "expires_at": _rfc3339(batch.created + 86400),
             "ended_at": "2026-12-05T01:00:00Z" if ended else None,
             "archived_at": None,
             "cancel_initiated_at": None,
@@ -336,3 +402,7 @@ def _openai_response(n: int, params: dict[str, Any]) -> dict[str, Any]:
             "usage": {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31},
         },
     }
+
+
+def _rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"

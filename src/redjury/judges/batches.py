@@ -19,15 +19,18 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import orjson
 
+from redjury.errors import RedjuryError
 from redjury.judges.config import ConnectionType
 from redjury.judges.engine import JudgeCallError, JudgeEngine, Route, _call_error, public_url
 from redjury.judges.providers import Provider, dumps_json
@@ -41,10 +44,22 @@ MAX_POLL_S = 300.0
 # Bytes of one control answer (a batch object, a file object).
 MAX_CONTROL_BYTES = 2**20
 CONTROL_RETRIES = 4
+# The metadata key an OpenAI/Azure batch carries its intent's token under.
+TOKEN_KEY = "redjury_intent"
+# Resuming an intent (a create whose answer was never recorded): pages of the provider's
+# batch listing read at most, and the seconds between the intent and the batch's
+# `created_at` that still match (clocks differ; Anthropic keeps nothing else to match by).
+MAX_LIST_PAGES = 20
+CLOCK_SLACK_S = 120.0
 
 
 class BatchError(JudgeCallError):
     """A batch call failed for good; every request it held abstains with this cause."""
+
+
+class BatchRefusal(RedjuryError, ValueError):
+    """A recorded create whose batch the provider's listing cannot name for sure: the run
+    stops rather than pay for the requests twice."""
 
 
 # -- the record in the run folder -------------------------------------------------------------
@@ -65,6 +80,10 @@ class BatchLedger:
 
     def add(self, entry: dict[str, Any]) -> None:
         self.batches.append(entry)
+        self.save()
+
+    def save(self) -> None:
+        """Rewrite the record (an entry changed in place: an intent got its batch id)."""
         if self.path is None:
             return
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -104,11 +123,73 @@ class BatchWire:
     def line(self, custom_id: str, body: bytes) -> bytes:
         raise NotImplementedError
 
+    # The batch listing (GET), newest first: the preflight's check and an intent's resume.
+    list_path = ""
+    page_size = 100
+    # Whether the create reads the spool (kept until the batch id is recorded).
+    creates_from_spool = False
+
     def url(self, path: str) -> str:
         return self.base + path
 
-    async def submit(self, http: BatchHTTP, spool: Path, count: int) -> dict[str, Any]:
+    def list_url(self, limit: int, after: str | None = None) -> str:
+        params: dict[str, Any] = {"limit": limit}
+        if after:
+            params[self.after_param] = after
+        url = self.url(self.list_path)
+        return url + ("&" if "?" in url else "?") + urlencode(params)
+
+    after_param = "after"
+
+    async def prepare(self, http: BatchHTTP, spool: Path, token: str) -> dict[str, Any]:
+        """What the create needs besides the spool (an uploaded file), as ledger fields."""
+        return {}
+
+    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path) -> str:
+        """Create the batch of a recorded intent; its id."""
         raise NotImplementedError
+
+    def matches(self, batch: dict[str, Any], entry: dict[str, Any], known: set[str]) -> bool:
+        raise NotImplementedError
+
+    def created_at(self, batch: dict[str, Any]) -> float | None:
+        raise NotImplementedError
+
+    async def listing(self, http: BatchHTTP, since: float) -> AsyncIterator[dict[str, Any]]:
+        """The provider's batches created from `since` on, newest first; BatchRefusal when
+        the bounded listing ends before it reaches `since` (it cannot prove an absence)."""
+        after = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await http.call("GET", self.list_url(self.page_size, after))
+            items = page.get("data")
+            if not isinstance(items, list):
+                raise BatchError(
+                    f"malformed response: the batch listing of {public_url(self.base)}"
+                )
+            oldest = None
+            for item in items:
+                if isinstance(item, dict):
+                    oldest = self.created_at(item)
+                    yield item
+            if not page.get("has_more") or not items or (oldest is not None and oldest < since):
+                return
+            after = page.get("last_id") or items[-1].get("id")
+        raise BatchRefusal(
+            f"the listing of {public_url(self.base)} holds more than {MAX_LIST_PAGES} pages "
+            "of batches newer than the stopped create"
+        )
+
+    async def find(self, http: BatchHTTP, entry: dict[str, Any], known: set[str]) -> list[str]:
+        """The provider's batches that could be the intent's: none proves it has none."""
+        since = float(entry["intent_at"]) - CLOCK_SLACK_S
+        found = []
+        async for batch in self.listing(http, since):
+            made = self.created_at(batch)
+            if made is not None and made < since:
+                continue
+            if self.matches(batch, entry, known) and isinstance(batch.get("id"), str):
+                found.append(batch["id"])
+        return found
 
     async def poll(self, http: BatchHTTP, batch_id: str) -> dict[str, Any]:
         raise NotImplementedError
@@ -139,25 +220,43 @@ class OpenAIBatchWire(BatchWire):
         head = {"custom_id": custom_id, "method": "POST", "url": self.endpoint}
         return dumps_json(head)[:-1] + b',"body":' + body + b"}\n"
 
+    list_path = "/batches"
+
     def url(self, path: str) -> str:
         return self.base + path + self.query
 
-    async def submit(self, http: BatchHTTP, spool: Path, count: int) -> dict[str, Any]:
+    async def prepare(self, http: BatchHTTP, spool: Path, token: str) -> dict[str, Any]:
         with open(spool, "rb") as f:
             form = aiohttp.FormData()
             form.add_field("purpose", "batch")
             form.add_field(
-                "file", f, filename="redjury-requests.jsonl", content_type="application/jsonl"
+                "file", f, filename=f"redjury-{token}.jsonl", content_type="application/jsonl"
             )
             uploaded = await http.call("POST", self.url("/files"), form, retry=False)
-        file_id = _field(uploaded, "id", "the uploaded file")
+        return {"input_file_id": _field(uploaded, "id", "the uploaded file")}
+
+    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path) -> str:
         create = {
-            "input_file_id": file_id,
+            "input_file_id": entry["input_file_id"],
             "endpoint": self.endpoint,
             "completion_window": "24h",
+            "metadata": {TOKEN_KEY: entry["token"]},
         }
-        batch = await http.call("POST", self.url("/batches"), dumps_json(create), json=True)
-        return {"id": _field(batch, "id", "the created batch"), "input_file_id": file_id}
+        # Not retried: a create lost on the way may have been made (the resume finds it).
+        batch = await http.call(
+            "POST", self.url("/batches"), dumps_json(create), json=True, retry=False
+        )
+        return _field(batch, "id", "the created batch")
+
+    def matches(self, batch: dict[str, Any], entry: dict[str, Any], known: set[str]) -> bool:
+        # The uploaded file is the intent's own: a batch made from it is the intent's.
+        metadata = batch.get("metadata")
+        token = metadata.get(TOKEN_KEY) if isinstance(metadata, dict) else None
+        return batch.get("input_file_id") == entry["input_file_id"] or token == entry["token"]
+
+    def created_at(self, batch: dict[str, Any]) -> float | None:
+        made = batch.get("created_at")
+        return float(made) if isinstance(made, int | float) else None
 
     async def poll(self, http: BatchHTTP, batch_id: str) -> dict[str, Any]:
         return await http.call("GET", self.url(f"/batches/{batch_id}"))
@@ -230,11 +329,33 @@ class AzureBatchWire(OpenAIBatchWire):
 
 class AnthropicBatchWire(BatchWire):
     kind = "anthropic"
+    list_path = "/messages/batches"
+    page_size = 1000
+    after_param = "after_id"
+    creates_from_spool = True
 
     def line(self, custom_id: str, body: bytes) -> bytes:
         return b'{"custom_id":' + dumps_json(custom_id) + b',"params":' + body + b"}\n"
 
-    async def submit(self, http: BatchHTTP, spool: Path, count: int) -> dict[str, Any]:
+    def matches(self, batch: dict[str, Any], entry: dict[str, Any], known: set[str]) -> bool:
+        # A Message Batch keeps nothing of ours but its size (custom ids show only in the
+        # results): a batch not recorded, made near the intent, with as many requests.
+        made = self.created_at(batch)
+        counts = batch.get("request_counts")
+        if made is None or not isinstance(counts, dict) or batch.get("id") in known:
+            return False
+        total = sum(v for v in counts.values() if isinstance(v, int))
+        near = abs(made - float(entry["intent_at"])) <= CLOCK_SLACK_S
+        return near and total == entry["requests"]
+
+    def created_at(self, batch: dict[str, Any]) -> float | None:
+        made = batch.get("created_at")
+        try:
+            return datetime.fromisoformat(str(made).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+
+    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path) -> str:
         # The requests as one JSON body, streamed from the spool to a file and from it.
         body_path = spool.with_suffix(".json")
         with open(spool, "rb") as src, open(body_path, "wb") as dst:
@@ -249,7 +370,7 @@ class AnthropicBatchWire(BatchWire):
                 )
         finally:
             body_path.unlink(missing_ok=True)
-        return {"id": _field(batch, "id", "the created batch")}
+        return _field(batch, "id", "the created batch")
 
     async def poll(self, http: BatchHTTP, batch_id: str) -> dict[str, Any]:
         return await http.call("GET", self.url(f"/messages/batches/{batch_id}"))
@@ -422,6 +543,10 @@ class _Submitted:
     entry: dict[str, Any]
     ids: set[str]
     task: asyncio.Task[None] | None = None
+    # An intent being resumed: the bodies asked for, sent again if the provider has none.
+    bodies: dict[str, bytes] = field(default_factory=dict)
+    # Why the run must stop (BatchRefusal) rather than send these requests again.
+    refusal: str | None = None
 
 
 @dataclass(slots=True)
@@ -491,6 +616,8 @@ class BatchQueue:
     def _load(self) -> None:
         self._loaded = True
         for entry in self.ledger.recorded(self.queue_key):
+            if "id" not in entry and ("token" not in entry or "abandoned_at" in entry):
+                continue
             sub = _Submitted(entry, set(entry.get("custom_ids") or ()))
             self.submitted.append(sub)
             for cid in sub.ids:
@@ -509,7 +636,12 @@ class BatchQueue:
         twins.append(future)
         if len(twins) == 1:
             sub = self.by_id.get(cid)
+            if sub is not None and sub.refusal is not None:
+                self.waiting.pop(cid, None)
+                raise BatchRefusal(sub.refusal)
             if sub is not None:
+                if "id" not in sub.entry:
+                    sub.bodies[cid] = body
                 self._watch(sub)
             else:
                 self._enqueue(cid, body)
@@ -560,29 +692,100 @@ class BatchQueue:
         try:
             if spool is not None:
                 await self._create(sub, spool)
+            elif "id" not in sub.entry and not await self._resume(sub):
+                return
             await self._fetch(sub, await self._wait(sub))
+        except BatchRefusal as exc:
+            sub.refusal = str(exc)
+            self._fail(sub, sub.refusal, refused=True)
         except JudgeCallError as exc:
             self._fail(sub, str(exc))
         except Exception as exc:  # a bug or a disk error: the requests abstain, named
             self._fail(sub, f"batch failed: {type(exc).__name__}: {exc}")
 
     async def _create(self, sub: _Submitted, spool: _Spool) -> None:
+        """Upload (OpenAI), record the intent (fsynced), create, record the batch id: a run
+        stopped between the create and its record finds the batch again (`_resume`)."""
+        token = uuid.uuid4().hex
+        keep = False
         try:
-            made = await self.wire.submit(self.http, spool.path, len(spool.ids))
+            made = await self.wire.prepare(self.http, spool.path, token)
+            sub.entry = {
+                "queue": self.queue_key,
+                "judge": self.name,
+                "provider": self.wire.kind,
+                "token": token,
+                **made,
+                "intent_at": time.time(),
+                "requests": len(spool.ids),
+                "custom_ids": spool.ids,
+            }
+            if self.folder is not None:  # removed once the batch id is recorded
+                sub.entry["spool"] = spool.path.name
+                # Anthropic's create reads it: kept for a resume that has to create.
+                keep = self.wire.creates_from_spool
+            self.ledger.add(sub.entry)
+            self._made(sub, await self.wire.create(self.http, sub.entry, spool.path))
+            keep = False
         finally:
-            spool.path.unlink(missing_ok=True)
-        self.creates += 1
-        sub.entry = {
-            "queue": self.queue_key,
-            "judge": self.name,
-            "provider": self.wire.kind,
-            **made,
-            "submitted_at": time.time(),
-            "requests": len(spool.ids),
-            "custom_ids": spool.ids,
-        }
-        self.ledger.add(sub.entry)
-        self.say(f"judge {self.name}: batch {made['id']} submitted ({len(spool.ids)} requests)")
+            if not keep:
+                spool.path.unlink(missing_ok=True)
+
+    def _made(self, sub: _Submitted, batch_id: str, how: str = "submitted") -> None:
+        spool = sub.entry.pop("spool", None)
+        sub.entry |= {"id": batch_id, "submitted_at": time.time()}
+        self.ledger.save()
+        if spool is not None:  # and the create body made from it (Anthropic)
+            for path in (self._work_dir() / spool, (self._work_dir() / spool).with_suffix(".json")):
+                path.unlink(missing_ok=True)
+        if how == "submitted":
+            self.creates += 1
+        count = sub.entry["requests"]
+        self.say(f"judge {self.name}: batch {batch_id} {how} ({count} requests)")
+
+    async def _resume(self, sub: _Submitted) -> bool:
+        """An intent without a batch id (the run stopped inside its create): adopt the
+        provider's batch that is its, else create it now, else (nothing to create from)
+        send its requests again; False then. BatchRefusal when the listing names several."""
+        entry = sub.entry
+        known = {b["id"] for b in self.ledger.batches if isinstance(b.get("id"), str)}
+        try:
+            found = await self.wire.find(self.http, entry, known)
+        except BatchRefusal as exc:
+            raise BatchRefusal(self._refusal(entry, str(exc))) from None
+        if len(found) > 1:
+            url = public_url(self.wire.base)
+            lists = f"{url} lists {len(found)} batches that could be it: {', '.join(found)}"
+            raise BatchRefusal(self._refusal(entry, lists))
+        if found:
+            self._made(sub, found[0], how="adopted")
+            return True
+        spool = self._work_dir() / str(entry.get("spool", ""))
+        if not self.wire.creates_from_spool or (entry.get("spool") and spool.is_file()):
+            self._made(sub, await self.wire.create(self.http, entry, spool))
+            return True
+        self._abandon(sub)
+        return False
+
+    def _refusal(self, entry: dict[str, Any], why: str) -> str:
+        where = self.ledger.path or LEDGER_NAME
+        return (
+            f"{where}: judge {self.name}: a run stopped while creating a batch of "
+            f"{entry['requests']} requests (intent {entry['token']}) and {why}; write the "
+            'right batch id as the entry\'s "id" (or cancel them and delete the entry) and '
+            "run again: nothing was resubmitted"
+        )
+
+    def _abandon(self, sub: _Submitted) -> None:
+        """The provider provably has no batch of this intent and it cannot be created from
+        what is kept: its requests go to a new batch."""
+        sub.entry["abandoned_at"] = time.time()
+        self.ledger.save()
+        bodies, sub.bodies = sub.bodies, {}
+        self._unmap(sub)
+        for cid, body in bodies.items():
+            if cid in self.waiting:
+                self._enqueue(cid, body)
 
     async def _wait(self, sub: _Submitted) -> dict[str, Any]:
         """Poll until the batch ends or the wait runs out; the final batch object."""
@@ -643,13 +846,19 @@ class BatchQueue:
             if not future.done():
                 future.set_result(outcome)  # type: ignore[arg-type]
 
-    def _fail(self, sub: _Submitted, cause: str) -> None:
-        """Every request of `sub` still waiting abstains with `cause`."""
+    def _fail(self, sub: _Submitted, cause: str, *, refused: bool = False) -> None:
+        """Every request of `sub` still waiting abstains with `cause` (or, `refused`, stops
+        the run with it)."""
         for cid in list(sub.ids):
             futures = self.waiting.pop(cid, None)
             for future in futures or ():
                 if not future.done():
-                    future.set_exception(JudgeCallError(cause))
+                    error = BatchRefusal(cause) if refused else JudgeCallError(cause)
+                    future.set_exception(error)
+        if not refused:  # a refused intent stays: its requests are never sent again
+            self._unmap(sub)
+
+    def _unmap(self, sub: _Submitted) -> None:
         # A request asked again later waits for a new batch: this one is done with.
         for cid in sub.ids:
             if self.by_id.get(cid) is sub:
