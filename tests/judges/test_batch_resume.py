@@ -131,3 +131,26 @@ def test_run_killed_inside_the_create_adopts_the_batch(
         assert entry["id"] == made and entry["token"] == intent["token"]
         assert list((out / "judge_batches").glob("*")) == []
         _check_verdicts_and_secrets(out, again.stderr + again.stdout + stderr)
+
+
+def test_ambiguous_listing_stops_the_run_without_resubmitting(tmp_path: Path) -> None:
+    """Anthropic keeps nothing of ours on a batch: two unrecorded batches of the intent's size
+    made near its time cannot be told apart, and the run stops naming both."""
+    with BatchServer(polls=1) as server:
+        attempts, config, env = _setup(tmp_path, server, "ANTHROPIC")
+        server.stall_create = True
+        out = tmp_path / "out"
+        proc, cmd = start_run(attempts, config, out, env)
+        wait_for(lambda: server.creates == 1)
+        _kill(proc, signal.SIGKILL)
+        server.stall_create = False
+        other = server.add_batch("anthropic", N)
+        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert again.returncode == 2, again.stderr
+        assert server.creates == 1 and len(server.batches) == 2
+        [line] = [x for x in again.stderr.splitlines() if "judge_batches.json" in x]
+        assert str(out / "judge_batches.json") in line
+        assert "msgbatch_0001" in line and other in line and "nothing was resubmitted" in line
+        [intent] = json.loads((out / "judge_batches.json").read_bytes())["batches"]
+        assert "id" not in intent
+        assert KEY not in again.stderr + again.stdout

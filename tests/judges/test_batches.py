@@ -263,3 +263,50 @@ def test_the_openai_sdk_runs_the_scripted_cycle(batch_server):
     [result] = [json.loads(x) for x in client.files.content(done.output_file_id).text.splitlines()]
     assert result["custom_id"] == "a1"
     assert result["response"]["body"]["choices"][0]["message"]["content"] == "Yes"
+
+
+def ledger_of(folder: Path) -> list[dict[str, Any]]:
+    return json.loads((folder / "judge_batches.json").read_bytes())["batches"]
+
+
+@pytest.mark.parametrize("kind", ["OPENAI", "ANTHROPIC"])
+async def test_failed_create_is_made_from_the_intent_later(
+    batch_server, make_panel, monkeypatch, tmp_path, kind
+):
+    """A create that failed leaves its intent; the same requests asked again find no batch in
+    the listing and create it from what the intent kept: the uploaded file (OpenAI, not
+    uploaded again) or the spool (Anthropic)."""
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    url = batch_server.url + ("/v1" if kind == "OPENAI" else "")
+    batch_server.fail_creates = 1
+    first = make_panel([batch_judge(url, type=kind)])
+    found = await judge_all(first, ["ZZYES a", "no b"], tmp_path)
+    assert all(f.verdict is Verdict.INCONCLUSIVE for f in found)
+    [intent] = ledger_of(tmp_path)
+    assert "id" not in intent and batch_server.creates == 0
+    again = make_panel([batch_judge(url, type=kind)])
+    found = await judge_all(again, ["ZZYES a", "no b"], tmp_path)
+    assert [f.verdict for f in found] == [Verdict.BROKE_THROUGH, Verdict.HELD]
+    assert batch_server.creates == 1
+    assert batch_server.uploads == (1 if kind == "OPENAI" else 0)
+    [entry] = ledger_of(tmp_path)
+    assert entry["token"] == intent["token"] and "id" in entry and "spool" not in entry
+    assert list((tmp_path / "judge_batches").iterdir()) == []
+
+
+async def test_intent_without_spool_is_abandoned_and_sent_again(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.fail_creates = 1
+    first = make_panel([batch_judge(batch_server.url, type="ANTHROPIC")])
+    await judge_all(first, ["ZZYES a", "no b"], tmp_path)
+    for path in (tmp_path / "judge_batches").iterdir():
+        path.unlink()
+    again = make_panel([batch_judge(batch_server.url, type="ANTHROPIC")])
+    found = await judge_all(again, ["ZZYES a", "no b"], tmp_path)
+    assert [f.verdict for f in found] == [Verdict.BROKE_THROUGH, Verdict.HELD]
+    assert batch_server.creates == 1
+    old, new = ledger_of(tmp_path)
+    assert "abandoned_at" in old and "id" not in old
+    assert new["id"] == "msgbatch_0001" and new["token"] != old["token"]

@@ -11,7 +11,8 @@ request is logged (method, path, query, headers, body); `creates` counts batches
 The listings (`GET /v1/batches`, `GET /v1/messages/batches`) are newest first and paged as
 documented (`limit`/`after` with `has_more`, `last_id`; Anthropic `after_id`); `page_cap`
 lowers the largest page. With `stall_create` set, a create is made and then not answered
-until it is cleared (a client killed meanwhile never learns the id). With `key` set, a
+until it is cleared (a client killed meanwhile never learns the id); the next
+`fail_creates` creates are refused (529) and make nothing. With `key` set, a
 request without it gets 401.
 """
 
@@ -69,6 +70,7 @@ class BatchServer:
         self.uploads = 0
         self.models = ["gpt-judge", "claude-j"]
         self.stall_create = False
+        self.fail_creates = 0
         self.page_cap: int | None = None
         self.key: str | None = None
         self.url = ""
@@ -129,6 +131,9 @@ class BatchServer:
         if request.method == "POST" and path == "/files":
             return self._upload(request, body)
         if request.method == "POST" and path in ("/batches", "/messages/batches"):
+            if self.fail_creates:
+                self.fail_creates -= 1
+                return web.json_response({"error": {"message": "overloaded"}}, status=529)
             if path == "/batches":
                 made = self._create_openai(request, json.loads(body))
             else:
