@@ -310,3 +310,72 @@ async def test_intent_without_spool_is_abandoned_and_sent_again(
     old, new = ledger_of(tmp_path)
     assert "abandoned_at" in old and "id" not in old
     assert new["id"] == "msgbatch_0001" and new["token"] != old["token"]
+
+
+async def preflight_of(make_panel, spec: dict[str, Any]) -> list[Any]:
+    from redjury.judges.preflight import preflight
+
+    panel = make_panel([spec], use_cache=False)
+    try:
+        return await preflight(panel.judges)
+    finally:
+        await panel.aclose()
+
+
+@pytest.mark.parametrize("kind", ["OPENAI", "AZURE_OPENAI", "ANTHROPIC"])
+async def test_batch_preflight_lists_and_is_never_billed(
+    batch_server, make_panel, monkeypatch, kind
+):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    url = batch_server.url + ("/v1" if kind == "OPENAI" else "")
+    batch_server.key = KEY
+    assert await preflight_of(make_panel, batch_judge(url, type=kind)) == []
+    assert batch_server.requests("POST") == []
+    first = batch_server.log[0]
+    assert first.method == "GET" and first.path.endswith("batches")
+    assert "limit=1" in first.query
+    # An unknown model is named from the model listing (Azure's lists no deployments).
+    batch_server.models = ["other-model"]
+    failures = await preflight_of(make_panel, batch_judge(url, type=kind))
+    if kind == "AZURE_OPENAI":
+        assert failures == []
+    else:
+        [failure] = failures
+        assert failure.cause.startswith("unknown model 'gpt-judge'")
+    assert batch_server.requests("POST") == []
+
+
+async def test_batch_preflight_names_refused_keys_and_missing_batch_apis(
+    batch_server, make_panel, monkeypatch
+):
+    monkeypatch.setenv("JUDGE_KEY", "sk-wrong-key-9")
+    batch_server.key = KEY
+    [refused] = await preflight_of(make_panel, batch_judge(batch_server.url, type="ANTHROPIC"))
+    assert refused.line() == (
+        f"judge harmbench:gpt-judge at {batch_server.url}/v1: HTTP 401: the server refused "
+        "the credentials (check api_key_env)"
+    )
+    batch_server.key = None
+    [missing] = await preflight_of(make_panel, batch_judge(batch_server.url + "/nowhere"))
+    assert missing.cause == (
+        f"HTTP 404 at {batch_server.url}/nowhere/batches: no batch API there (check base_url)"
+    )
+    assert batch_server.requests("POST") == []
+    assert all("sk-wrong-key-9" not in f.line() for f in (refused, missing))
+
+
+async def test_batch_preflight_asks_live_only_when_allowed(batch_server, make_panel, monkeypatch):
+    """With batch_live_preflight, a judge whose model the listing does not name is asked the
+    one-token request (billed at the live price) as a live judge is."""
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.models = ["other-model"]
+    spec = batch_judge(batch_server.url + "/v1", batch_live_preflight=True)
+    await preflight_of(make_panel, spec)
+    [post] = batch_server.requests("POST")
+    assert post.path == "/v1/chat/completions" and post.json["max_tokens"] == 1
+
+
+async def test_batch_preflight_with_an_unreachable_server(make_panel, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    [failure] = await preflight_of(make_panel, batch_judge("http://127.0.0.1:9/v1"))
+    assert "127.0.0.1:9" in failure.line() and KEY not in failure.line()

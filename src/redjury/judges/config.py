@@ -134,6 +134,10 @@ class ConnectionSpec(_Strict):
         le=MAX_DELAY_S,
         description="Seconds before the first status poll of a batch; the wait grows by half per poll, up to 5 minutes.",
     )
+    batch_live_preflight: bool = Field(
+        False,
+        description="With batch: the preflight may send one one-token request at the live (billed) price where the listings cannot tell; default: it only lists the provider's batches and models (not billed).",
+    )
     batch_max_wait: float = Field(
         90_000.0,
         gt=0,

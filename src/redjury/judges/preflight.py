@@ -1,7 +1,9 @@
 """Before judging, ask each judge's server once, without spending a judge call where it can be
 helped (the model listing; a one-token request only where there is none): an unreachable
 server, a certificate that does not verify, refused credentials or an unknown model stop the
-run. A 5xx, a timeout or an unreadable answer do not: they are counted per reply as abstentions."""
+run. A 5xx, a timeout or an unreadable answer do not: they are counted per reply as abstentions.
+A batch judge (`connection.batch`) is checked by listing its batches and models, never billed,
+unless `connection.batch_live_preflight` allows the one-token request."""
 
 from __future__ import annotations
 
@@ -116,6 +118,8 @@ async def check_judge(judge: AskingJudge) -> str | None:
     """Why this judge cannot judge, or None (also when the check itself says nothing)."""
     provider = judge.provider
     engine = judge.engine
+    if provider.batch_queue is not None and not judge.spec.connection.batch_live_preflight:
+        return await _batch_cause(judge)
     headers = {k: v for k, v in provider.headers.items() if k != "content-type"}
     listing = _route(engine, judge, provider.models_path, headers, "GET")
     probe = _route(engine, judge, provider.path, provider.headers, "POST")
@@ -139,6 +143,42 @@ async def check_judge(judge: AskingJudge) -> str | None:
         return None  # a timeout or a broken answer: the abstention machinery's job
 
 
+async def _batch_cause(judge: AskingJudge) -> str | None:
+    """A batch judge's check without a billed request: its batch listing (one item), which
+    needs the key and the batch API; then its model listing, where it names models."""
+    provider = judge.provider
+    engine = judge.engine
+    headers = {k: v for k, v in provider.headers.items() if k != "content-type"}
+    path = provider.batch_queue.wire.list_url(1).removeprefix(provider.base_url)
+    batches = _route(engine, judge, path, headers, "GET")
+    try:
+        response = await engine.fetch(batches)
+        if 300 <= response.status < 400:
+            return redirect_refused(response, batches.url)
+        if response.status in REFUSED:
+            return _refused(response)
+        if response.status in NO_LISTING:
+            url = public_url(batches.url)
+            return f"HTTP {response.status} at {url}: no batch API there (check base_url)"
+        if response.status >= 300:
+            return None
+        if not _is_listing(response.body):
+            url = public_url(batches.url)
+            return f"it answered the batch listing at {url} not like a batch API: check base_url"
+        if not provider.listing_names_models:
+            return None
+        listing = await engine.fetch(_route(engine, judge, provider.models_path, headers, "GET"))
+        return _listing_cause(listing, judge)[0] if listing.status < 300 else None
+    except (TLSVerifyError, UnreachableError) as exc:
+        return str(exc)
+    except JudgeCallError:
+        return None
+
+
+def _refused(response: Response) -> str:
+    return f"HTTP {response.status}: the server refused the credentials (check api_key_env)"
+
+
 def _route(
     engine: JudgeEngine, judge: AskingJudge, path: str, headers: dict[str, str], method: str
 ) -> Route:
@@ -151,8 +191,7 @@ def _route(
 def _listing_cause(response: Response, judge: AskingJudge) -> tuple[str | None, bool]:
     """The cause the listing shows, and whether that cause is only "not listed"."""
     if response.status in REFUSED:
-        refused = f"HTTP {response.status}: the server refused the credentials (check api_key_env)"
-        return refused, False
+        return _refused(response), False
     if response.status >= 300 or not judge.provider.listing_names_models:
         return None, False
     names = _listed(response.body)
@@ -185,7 +224,7 @@ def _probe_cause(response: Response, route: Route, judge: AskingJudge) -> str | 
     if 300 <= response.status < 400:
         return redirect_refused(response, route.url)
     if response.status in REFUSED:
-        return f"HTTP {response.status}: the server refused the credentials (check api_key_env)"
+        return _refused(response)
     if response.status == 404:
         return f"HTTP 404 at {public_url(route.url)}: unknown model or wrong base_url"
     if 200 <= response.status < 300:
