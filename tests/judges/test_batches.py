@@ -379,3 +379,51 @@ async def test_batch_preflight_with_an_unreachable_server(make_panel, monkeypatc
     monkeypatch.setenv("JUDGE_KEY", KEY)
     [failure] = await preflight_of(make_panel, batch_judge("http://127.0.0.1:9/v1"))
     assert "127.0.0.1:9" in failure.line() and KEY not in failure.line()
+
+
+def test_the_openai_sdk_pages_the_scripted_listing(batch_server):
+    """The scripted listing reads as the official client expects: newest first, paged with
+    `after`, the create's metadata kept."""
+    import io
+
+    import openai
+
+    client = openai.OpenAI(base_url=batch_server.url + "/v1", api_key="k", max_retries=0)
+    made = []
+    for n in range(3):
+        upload = io.BytesIO(
+            b'{"custom_id":"a","method":"POST","url":"/v1/chat/completions",'
+            b'"body":{"model":"m","messages":[]}}\n'
+        )
+        file = client.files.create(file=("r.jsonl", upload), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=file.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"redjury_intent": f"t{n}"},
+        )
+        made.append(batch.id)
+    first = client.batches.list(limit=2)
+    assert [b.id for b in first.data] == made[::-1][:2] and first.has_more
+    listed = list(client.batches.list(limit=2))  # the client follows `after` itself
+    assert [b.id for b in listed] == made[::-1]
+    assert [b.metadata for b in listed] == [{"redjury_intent": f"t{n}"} for n in (2, 1, 0)]
+    assert all(isinstance(b.created_at, int) for b in listed)
+
+
+async def test_a_listing_too_long_to_prove_an_absence_stops(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    from redjury.judges import batches
+
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    monkeypatch.setattr(batches, "MAX_LIST_PAGES", 2)
+    batch_server.fail_creates = 1
+    await judge_all(make_panel([batch_judge(batch_server.url + "/v1")]), ["a"], tmp_path)
+    for _ in range(3):
+        batch_server.add_batch("openai", 1)
+    batch_server.page_cap = 1
+    with pytest.raises(batches.BatchRefusal, match="more than 2 pages") as refused:
+        await judge_all(make_panel([batch_judge(batch_server.url + "/v1")]), ["a"], tmp_path)
+    assert str(tmp_path / "judge_batches.json") in str(refused.value)
+    assert batch_server.creates == 0 and len(batch_server.requests("GET", "/v1/batches")) == 2
