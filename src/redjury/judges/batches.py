@@ -8,6 +8,11 @@ the live endpoint would have returned, or raises `JudgeCallError` with the cause
 abstains). The batch ids go to the run folder's `judge_batches.json` before any wait, so a
 run killed mid-batch resumes the same batches: a request whose id a recorded batch holds
 waits for that batch and is never sent again.
+
+Before each create an intent is recorded there (a token, the uploaded file, the request
+count, the time), and the token goes with the create (OpenAI/Azure `metadata`). A run stopped
+inside the create finds its batch in the provider's listing and adopts it; it creates only
+where the listing proves there is none, and stops (`BatchRefusal`) where it cannot tell.
 """
 
 from __future__ import annotations
