@@ -284,6 +284,8 @@ async def test_failed_create_is_made_from_the_intent_later(
     assert all(f.verdict is Verdict.INCONCLUSIVE for f in found)
     [intent] = ledger_of(tmp_path)
     assert "id" not in intent and batch_server.creates == 0
+    # What a stopped run left besides the intent's spool goes when the folder is used again.
+    (tmp_path / "judge_batches" / "tmpstale.jsonl").write_bytes(b"{}\n")
     again = make_panel([batch_judge(url, type=kind)])
     found = await judge_all(again, ["ZZYES a", "no b"], tmp_path)
     assert [f.verdict for f in found] == [Verdict.BROKE_THROUGH, Verdict.HELD]

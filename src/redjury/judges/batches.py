@@ -608,6 +608,23 @@ class BatchQueue:
         self.ledger = BatchLedger(folder)
         self.folder = folder
         self._loaded = False
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Remove what a stopped run left in `judge_batches/` (spools, results, create
+        bodies) but the spools of intents not yet resolved: a run folder is one run's at a
+        time, and the run's own spools are made after this."""
+        work = self.folder / "judge_batches" if self.folder is not None else None
+        if work is None or not work.is_dir():
+            return
+        kept = {
+            str(b["spool"])
+            for b in self.ledger.batches
+            if b.get("spool") and "id" not in b and "abandoned_at" not in b
+        }
+        for path in work.iterdir():
+            if path.is_file() and path.name not in kept:
+                path.unlink(missing_ok=True)
 
     def _work_dir(self) -> Path:
         if self.folder is not None:
