@@ -293,6 +293,7 @@ async def test_failed_create_is_made_from_the_intent_later(
     assert batch_server.uploads == (1 if kind == "OPENAI" else 0)
     [entry] = ledger_of(tmp_path)
     assert entry["token"] == intent["token"] and "id" in entry and "spool" not in entry
+    assert entry["intent_at"] > intent["intent_at"]  # the time of the create it made
     assert list((tmp_path / "judge_batches").iterdir()) == []
 
 
@@ -429,3 +430,23 @@ async def test_a_listing_too_long_to_prove_an_absence_stops(
         await judge_all(make_panel([batch_judge(batch_server.url + "/v1")]), ["a"], tmp_path)
     assert str(tmp_path / "judge_batches.json") in str(refused.value)
     assert batch_server.creates == 0 and len(batch_server.requests("GET", "/v1/batches")) == 2
+
+
+async def test_one_batch_two_intents_could_claim_stops(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    """Two stopped Anthropic creates of one request each, near in time, and one unrecorded
+    batch of one request: it could be either's, so neither adopts it."""
+    from redjury.judges import batches
+
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.fail_creates = 2
+    spec = batch_judge(batch_server.url, type="ANTHROPIC", batch_size=1)
+    await judge_all(make_panel([spec]), ["ZZYES a", "no b"], tmp_path)
+    assert [("id" in e) for e in ledger_of(tmp_path)] == [False, False]
+    other = batch_server.add_batch("anthropic", 1)
+    with pytest.raises(batches.BatchRefusal, match="another stopped create's") as refused:
+        await judge_all(make_panel([spec]), ["ZZYES a", "no b"], tmp_path)
+    assert other in str(refused.value)
+    assert batch_server.creates == 0
+    assert [("id" in e) for e in ledger_of(tmp_path)] == [False, False]

@@ -184,7 +184,9 @@ class BatchWire:
             "of batches newer than the stopped create"
         )
 
-    async def find(self, http: BatchHTTP, entry: dict[str, Any], known: set[str]) -> list[str]:
+    async def find(
+        self, http: BatchHTTP, entry: dict[str, Any], known: set[str]
+    ) -> list[dict[str, Any]]:
         """The provider's batches that could be the intent's: none proves it has none."""
         since = float(entry["intent_at"]) - CLOCK_SLACK_S
         found = []
@@ -193,7 +195,7 @@ class BatchWire:
             if made is not None and made < since:
                 continue
             if self.matches(batch, entry, known) and isinstance(batch.get("id"), str):
-                found.append(batch["id"])
+                found.append(batch)
         return found
 
     async def poll(self, http: BatchHTTP, batch_id: str) -> dict[str, Any]:
@@ -775,15 +777,31 @@ class BatchQueue:
             found = await self.wire.find(self.http, entry, known)
         except BatchRefusal as exc:
             raise BatchRefusal(self._refusal(entry, str(exc))) from None
-        if len(found) > 1:
+        # Another unresolved intent the same batch could be (Anthropic: as many requests,
+        # as near in time) makes it as ambiguous as a second batch.
+        rivals = [
+            b
+            for b in self.ledger.batches
+            if b is not entry and b.get("provider") == self.wire.kind and "token" in b
+            if "id" not in b and "abandoned_at" not in b
+        ]
+        if len(found) > 1 or any(self.wire.matches(f, r, known) for f in found for r in rivals):
+            ids = ", ".join(f["id"] for f in found)
             url = public_url(self.wire.base)
-            lists = f"{url} lists {len(found)} batches that could be it: {', '.join(found)}"
+            lists = f"{url} lists {len(found)} batches that could be it: {ids}"
+            if len(found) == 1:
+                lists = (
+                    f"{url} lists one batch ({ids}) that could be it or another stopped create's"
+                )
             raise BatchRefusal(self._refusal(entry, lists))
         if found:
-            self._made(sub, found[0], how="adopted")
+            self._made(sub, found[0]["id"], how="adopted")
             return True
         spool = self._work_dir() / str(entry.get("spool", ""))
         if not self.wire.creates_from_spool or (entry.get("spool") and spool.is_file()):
+            # The intent's time is the new create's: Anthropic's next resume matches by it.
+            entry["intent_at"] = time.time()
+            self.ledger.save()
             self._made(sub, await self.wire.create(self.http, entry, spool))
             return True
         self._abandon(sub)
