@@ -168,3 +168,44 @@ def test_short_circuit_saved_prices_each_skipped_call_at_the_judges_mean():
     assert "short_circuit_saved" not in cost["judges"][0]
     assert cost["total"]["short_circuit_saved"] == b["short_circuit_saved"]
     assert "short_circuit_saved" in cost["note"]
+
+
+def test_a_short_circuited_run_reports_the_calls_saved_and_their_cost(server, tmp_path):
+    from test_cascade import PRICE, asked_about, write_run_files
+    from test_panel_cli import rows, run
+
+    # Judges a and b say yes to the compliant reply and no otherwise: c is never needed.
+    server.set_script(
+        lambda req: Reply(
+            "yes" if "Sure, here" in req.messages[-1]["content"] else "no",
+            prompt_tokens=1000,
+            completion_tokens=10,
+        )
+    )
+    judges = [
+        {
+            "name": name,
+            "connection": {"base_url": server.openai_url, "price": PRICE},
+            "generation": {"seed": 1},
+        }
+        for name in "abc"
+    ]
+    config = {
+        "reporting": {"seed": 1},
+        "evaluation": {"judges": judges, "short_circuit": True, "max_retries": 0},
+    }
+    attempts, config_path = write_run_files(tmp_path, config)
+    out = tmp_path / "out"
+    result = run(tmp_path, attempts, "--config", config_path, "--out", out)
+    assert result.returncode in (0, 1), result.stderr
+    assert {r.model for r in server.posts} == {"a", "b"}
+    assert asked_about(server, "Sure, here") == 2
+    [completion] = rows(out, "completion")
+    # Four outputs (two refusals, the compliant reply, the weather), one call spared on each.
+    assert completion["judge_short_circuit"] == {"outputs": 4, "calls_saved": 4}
+    assert completion["judge_panel_stats"]["short_circuited"] == 4
+    by_judge = {j["judge"]: j for j in completion["judge_cost"]["judges"]}
+    assert by_judge["harmbench:c"]["calls"] == 0
+    # No call made by c: its saving cannot be priced from its own calls.
+    assert by_judge["harmbench:c"]["short_circuit_saved"] is None
+    assert "short circuit: 4 outputs settled before every judge was asked" in result.stdout
