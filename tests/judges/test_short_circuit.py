@@ -209,3 +209,11 @@ def test_a_short_circuited_run_reports_the_calls_saved_and_their_cost(server, tm
     # No call made by c: its saving cannot be priced from its own calls.
     assert by_judge["harmbench:c"]["short_circuit_saved"] is None
     assert "short circuit: 4 outputs settled before every judge was asked" in result.stdout
+
+
+def test_short_circuit_with_a_batch_judge_warns_of_another_batch_round(make_panel):
+    from redjury.judges.panel import PanelWarning
+
+    specs = [judge("http://127.0.0.1:1", m, connection={"batch": True}) for m in "ab"]
+    with pytest.warns(PanelWarning, match="short_circuit with batch judges"):
+        make_panel(specs, short_circuit=True)

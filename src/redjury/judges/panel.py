@@ -199,7 +199,8 @@ async def _all_of(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
 
 @register_detector
 class JudgePanelDetector(Detector):
-    """Asks every judge about every output; the panel's aggregation turns votes into a verdict."""
+    """Asks every judge about every output (with `short_circuit`, until the rest could not
+    change the verdict); the panel's aggregation turns votes into a verdict."""
 
     name: ClassVar[str] = "judge_panel"
     family: ClassVar[Family] = Family.AGENTIC
@@ -303,6 +304,12 @@ class JudgePanelDetector(Detector):
             out.append(
                 "upstream prompt is a whole [INST] model prompt, yet sent to the chat endpoint "
                 f"(the server wraps it again; set scoring.completions: true): {', '.join(wrapped)}"
+            )
+        batched = [j.id for j in self.judges if j.batch is not None]
+        if self.spec.short_circuit and batched:
+            out.append(
+                "evaluation.short_circuit with batch judges: an output whose first judges "
+                f"split waits for another batch round ({', '.join(batched)})"
             )
         capped = self._per_server_cap()
         if capped:
