@@ -420,17 +420,29 @@ class JudgePanelDetector(Detector):
     async def adetect(self, attempt: Attempt) -> list[Finding]:
         return await self.adetect_after(attempt, {})
 
+    async def adetect_every_judge(self, attempt: Attempt) -> list[Finding]:
+        """Every judge's vote on every output, short circuit or not (the audit measures each
+        judge)."""
+        return await self.adetect_after(attempt, {}, short_circuit=False)
+
     async def adetect_after(
-        self, attempt: Attempt, findings: Mapping[str, list[Finding]]
+        self,
+        attempt: Attempt,
+        findings: Mapping[str, list[Finding]],
+        *,
+        short_circuit: bool | None = None,
     ) -> list[Finding]:
         """Judge the attempt's outputs; `findings` are the run's other detectors' on it:
-        where every cascade detector says HELD on an output, the judges are not asked."""
+        where every cascade detector says HELD on an output, the judges are not asked.
+        `short_circuit`: the config's `evaluation.short_circuit` unless given."""
         outputs = attempt.outputs
         decided = cascade_decisions(self.cascade, findings, len(outputs))
         asked = [
             out for out, by in zip(outputs, decided, strict=True) if out is not None and not by
         ]
-        if self.spec.short_circuit and len(self.judges) > 1:
+        if short_circuit is None:
+            short_circuit = self.spec.short_circuit
+        if short_circuit and len(self.judges) > 1:
             panels = await _all_of([self._votes_until_settled(attempt, out) for out in asked])
         else:
             n = len(self.judges)
