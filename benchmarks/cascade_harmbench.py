@@ -25,7 +25,7 @@ from typing import Any
 
 from heuristic_accuracy import default_data
 
-from redjury.audit.datasets import LabelledSample, read_harmbench
+from redjury.audit.datasets import STORED_JUDGES, LabelledSample, read_harmbench
 from redjury.audit.metrics import cohen_kappa
 from redjury.audit.runner import to_attempt
 from redjury.detectors.jailbreak import JailbreakHeuristicDetector
@@ -45,13 +45,15 @@ class StoredClassifier(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.samples = samples
         self.requests = 0
+        self.by_model: dict[str, int] = {}
         self.unmatched = 0
         self.lock = threading.Lock()
 
-    def answer(self, content: str) -> str:
+    def answer(self, content: str, column: str = "cls") -> str:
+        """`column`: the stored classifier answering (the judge's model name, where it is one)."""
         for s in self.samples:
             if s.response in content and s.goal in content:
-                return "Yes" if s.stored.get("cls") else "No"
+                return "Yes" if s.stored.get(column) else "No"
         with self.lock:
             self.unmatched += 1
         return "No"
@@ -63,8 +65,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         content = "\n".join(str(m.get("content")) for m in body.get("messages", ()))
+        column = str(body.get("model"))
+        column = column if column in STORED_JUDGES else "cls"
         with self.server.lock:
             self.server.requests += 1
+            self.server.by_model[column] = self.server.by_model.get(column, 0) + 1
         reply = {
             "id": "cmpl",
             "object": "chat.completion",
@@ -72,7 +77,10 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": self.server.answer(content)},
+                    "message": {
+                        "role": "assistant",
+                        "content": self.server.answer(content, column),
+                    },
                     "finish_reason": "stop",
                 }
             ],

@@ -328,3 +328,21 @@ def test_the_default_gate_fails_a_judge_that_flips_half_its_verdicts(
     )
     assert gate["passed"] is False
     assert code == 0  # on_failure warn (the default) records the failure and goes on
+
+
+def test_the_audit_asks_every_judge_of_a_short_circuited_panel(
+    scripted: FaultServer, labelled_file: Path, tmp_path: Path
+) -> None:
+    config = _config(scripted, labelled_file, tmp_path, on_failure="warn")
+    config.evaluation.short_circuit = True
+    code = run_audit(config, tmp_path / "out", use_cache=False, echo=lambda _line: None)
+    assert code in (0, 3)
+    # The audit measures each judge: no judge is skipped, on any pass.
+    assert scripted.count == 10 * 3 * 4
+    rows = [
+        json.loads(x) for x in (tmp_path / "out" / "redjury.report.jsonl").read_text().splitlines()
+    ]
+    by_judge = {r["judge"]: r for r in rows if r["entry_type"] == "audit" and "judge" in r}
+    y = by_judge["harmbench:always-yes"]
+    assert (y["tp"], y["fp"], y["tn"], y["fn"]) == (4, 6, 0, 0)
+    assert y["abstention_rate"] == 0.0

@@ -90,7 +90,9 @@ def to_attempt(sample: LabelledSample, response: str | None = None) -> Attempt:
 async def _findings(detector: Detector, attempts: Sequence[Attempt]) -> list[Finding]:
     if type(detector).adetect is Detector.adetect:
         return [detector.detect(a)[0] for a in attempts]
-    results = await asyncio.gather(*(detector.adetect(a) for a in attempts))
+    # A panel's every judge votes (no short circuit): the audit measures each of them.
+    ask = detector.adetect_every_judge if _is_panel(detector) else detector.adetect  # type: ignore[attr-defined]
+    results = await asyncio.gather(*(ask(a) for a in attempts))
     return [r[0] for r in results]
 
 

@@ -69,3 +69,48 @@ def aggregate_votes(
         low = _decide([*cast] + [0.0] * abstained, aggregation, threshold)
         flippable = high != low
     return PanelOutcome(success, None, len(cast), abstained, flippable)
+
+
+def _completions(remaining: int) -> list[list[float | None]]:
+    """What `remaining` unasked judges could answer, as far as any rule can tell: k of them
+    abstain, the rest all vote 0 or all vote 10 (every rule is monotone in the scores cast)."""
+    out: list[list[float | None]] = []
+    for k in range(remaining + 1):
+        for score in (0.0, 10.0):
+            out.append([None] * k + [score] * (remaining - k))
+    return out
+
+
+def settled_verdict(
+    known: Sequence[float | None],
+    remaining: int,
+    aggregation: Aggregation = "majority",
+    threshold: float = 7.0,
+    require_all_judges: bool = False,
+) -> bool | None:
+    """The panel's success, if the `remaining` judges not yet asked cannot change it whatever
+    they answer (abstaining included); None while they could, or while the panel could err."""
+    outcomes = {
+        aggregate_votes([*known, *rest], aggregation, threshold, require_all_judges).success
+        for rest in _completions(remaining)
+    }
+    if len(outcomes) != 1:
+        return None
+    return outcomes.pop()
+
+
+def next_wave(
+    known: Sequence[float | None],
+    remaining: int,
+    aggregation: Aggregation = "majority",
+    threshold: float = 7.0,
+    require_all_judges: bool = False,
+) -> int:
+    """How many more judges to ask now: the fewest whose answers could settle the verdict
+    (all the remaining ones where no smaller number could)."""
+    rule = (aggregation, threshold, require_all_judges)
+    for k in range(1, remaining):
+        for answers in _completions(k):
+            if settled_verdict([*known, *answers], remaining - k, *rule) is not None:
+                return k
+    return remaining

@@ -337,6 +337,14 @@ class EvaluationSpec(_Strict):
     require_all_judges: bool = Field(
         False, description="Any abstention makes the reply an error, never a success."
     )
+    short_circuit: bool = Field(
+        False,
+        description=(
+            "Ask the judges in waves and stop once the rest could not change the verdict, "
+            "whatever they answered or if they abstained: the same verdicts, fewer calls, "
+            "but a later wave waits for the one before, and skipped judges record no vote."
+        ),
+    )
     audit: AuditSpec = Field(default_factory=AuditSpec)  # type: ignore[arg-type]
     cascade: CascadeSpec = Field(default_factory=CascadeSpec)
     max_concurrency: int = Field(

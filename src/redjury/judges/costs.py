@@ -3,6 +3,7 @@ cache and the cascade saved (the cascade's saving estimated from the calls made)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 #: Per judge: [calls made, their prompt tokens, completion tokens,
@@ -12,6 +13,7 @@ Usage = list[int]
 CASCADE_ESTIMATE_NOTE = (
     "cascade_saved is estimated: each saved call priced at the judge's mean tokens per call"
 )
+SHORT_CIRCUIT_NOTE = "; short_circuit_saved likewise"
 
 
 def default_judge_ids(judges: list[tuple[str, str]]) -> list[str]:
@@ -59,39 +61,55 @@ def token_cost(prompt_tokens: int, completion_tokens: int, price: tuple[float, f
 
 
 def judge_cost(
-    judge: str, usage: Usage, price: tuple[float, float], calls_saved: int
+    judge: str, usage: Usage, price: tuple[float, float], calls_saved: int, skipped: int = 0
 ) -> dict[str, Any]:
-    """One judge's cost, cache saving and (estimated) cascade saving: each saved call at
-    the mean tokens of the calls made (cached answers count: their calls were made once)."""
+    """One judge's cost, cache saving and (estimated) cascade and short-circuit savings: each
+    saved call at the mean tokens of the calls made (cached answers count: their calls were
+    made once). `short_circuit_saved` only where the panel skipped this judge."""
     calls, prompt, completion, cached, cached_prompt, cached_completion = usage
     cost = token_cost(prompt, completion, price)
     cache_saved = token_cost(cached_prompt, cached_completion, price)
     made = calls + cached
-    return {
+    per_call = (cost + cache_saved) / made if made else None
+    row = {
         "judge": judge,
         "calls": calls,
         "cost": round(cost, 6),
         "cache_saved": round(cache_saved, 6),
-        "cascade_saved": round((cost + cache_saved) / made * calls_saved, 6) if made else None,
+        "cascade_saved": round(per_call * calls_saved, 6) if per_call is not None else None,
     }
+    if skipped:
+        row["short_circuit_saved"] = round(per_call * skipped, 6) if per_call is not None else None
+    return row
 
 
 def cost_summary(
-    usage: dict[str, Usage], prices: dict[str, tuple[float, float]], cascaded: int
+    usage: dict[str, Usage],
+    prices: dict[str, tuple[float, float]],
+    cascaded: int,
+    skipped: Mapping[str, int] | None = None,
 ) -> dict[str, Any] | None:
     """Per priced judge and in total: cost, cache_saved, cascade_saved (each cascaded output
-    spared every judge one call); None when no judge has a price."""
+    spared every judge one call) and, where the panel short-circuited, short_circuit_saved
+    (`skipped`: judge → outputs it was not asked about); None when no judge has a price."""
+    skipped = skipped or {}
     rows = [
-        judge_cost(judge, usage.get(judge, [0] * 6), price, cascaded)
+        judge_cost(judge, usage.get(judge, [0] * 6), price, cascaded, skipped.get(judge, 0))
         for judge, price in sorted(prices.items())
     ]
     if not rows:
         return None
-    estimated = [r["cascade_saved"] for r in rows]
     total = {
         "cost": round(sum(r["cost"] for r in rows), 6),
         "cache_saved": round(sum(r["cache_saved"] for r in rows), 6),
-        # Unknown for a judge that made no call: the total is then unknown too.
-        "cascade_saved": None if None in estimated else round(sum(estimated), 6),
+        "cascade_saved": _sum_known([r["cascade_saved"] for r in rows]),
     }
-    return {"judges": rows, "total": total, "note": CASCADE_ESTIMATE_NOTE}
+    if any("short_circuit_saved" in r for r in rows):
+        total["short_circuit_saved"] = _sum_known([r.get("short_circuit_saved", 0.0) for r in rows])
+    note = CASCADE_ESTIMATE_NOTE + (SHORT_CIRCUIT_NOTE if "short_circuit_saved" in total else "")
+    return {"judges": rows, "total": total, "note": note}
+
+
+def _sum_known(values: list[float | None]) -> float | None:
+    # Unknown for a judge that made no call: the total is then unknown too.
+    return None if None in values else round(sum(v for v in values if v is not None), 6)

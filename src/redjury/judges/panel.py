@@ -7,12 +7,12 @@ import warnings
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector, DetectorParams, Family, Finding, Verdict
 from redjury.detectors.registry import register_detector
-from redjury.judges.aggregation import aggregate_votes
+from redjury.judges.aggregation import aggregate_votes, next_wave, settled_verdict
 from redjury.judges.asking import AskingJudge, JudgeResult, digest, fingerprint_fields
 from redjury.judges.batches import BATCH_TYPES, BatchQueue
 from redjury.judges.cache import JudgeCache, default_cache_path
@@ -152,6 +152,7 @@ _COUNTERS = (
     "errors",
     "cascaded",
     "calls_saved",
+    "short_circuited",
     "prompt_tokens",
     "completion_tokens",
     "cached_prompt_tokens",
@@ -175,7 +176,10 @@ def cascade_decisions(
     ]
 
 
-async def _all_of(coros: list[Coroutine[Any, Any, Vote]]) -> list[Vote]:
+T = TypeVar("T")
+
+
+async def _all_of(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
     """The votes in order, asked concurrently: the first in the calling task, the rest in
     tasks of their own. One task per output fewer than gather, and no gathering future."""
     if not coros:
@@ -195,7 +199,8 @@ async def _all_of(coros: list[Coroutine[Any, Any, Vote]]) -> list[Vote]:
 
 @register_detector
 class JudgePanelDetector(Detector):
-    """Asks every judge about every output; the panel's aggregation turns votes into a verdict."""
+    """Asks every judge about every output (with `short_circuit`, until the rest could not
+    change the verdict); the panel's aggregation turns votes into a verdict."""
 
     name: ClassVar[str] = "judge_panel"
     family: ClassVar[Family] = Family.AGENTIC
@@ -299,6 +304,12 @@ class JudgePanelDetector(Detector):
             out.append(
                 "upstream prompt is a whole [INST] model prompt, yet sent to the chat endpoint "
                 f"(the server wraps it again; set scoring.completions: true): {', '.join(wrapped)}"
+            )
+        batched = [j.id for j in self.judges if j.batch is not None]
+        if self.spec.short_circuit and batched:
+            out.append(
+                "evaluation.short_circuit with batch judges: an output whose first judges "
+                f"split waits for another batch round ({', '.join(batched)})"
             )
         capped = self._per_server_cap()
         if capped:
@@ -409,34 +420,74 @@ class JudgePanelDetector(Detector):
     async def adetect(self, attempt: Attempt) -> list[Finding]:
         return await self.adetect_after(attempt, {})
 
+    async def adetect_every_judge(self, attempt: Attempt) -> list[Finding]:
+        """Every judge's vote on every output, short circuit or not (the audit measures each
+        judge)."""
+        return await self.adetect_after(attempt, {}, short_circuit=False)
+
     async def adetect_after(
-        self, attempt: Attempt, findings: Mapping[str, list[Finding]]
+        self,
+        attempt: Attempt,
+        findings: Mapping[str, list[Finding]],
+        *,
+        short_circuit: bool | None = None,
     ) -> list[Finding]:
         """Judge the attempt's outputs; `findings` are the run's other detectors' on it:
-        where every cascade detector says HELD on an output, the judges are not asked."""
+        where every cascade detector says HELD on an output, the judges are not asked.
+        `short_circuit`: the config's `evaluation.short_circuit` unless given."""
         outputs = attempt.outputs
         decided = cascade_decisions(self.cascade, findings, len(outputs))
-        judges = self.judges
-        n = len(judges)
-        pending = [
-            self._vote(judge, attempt, out)
-            for out, by in zip(outputs, decided, strict=True)
-            if out is not None and by is None
-            for judge in judges
+        asked = [
+            out for out, by in zip(outputs, decided, strict=True) if out is not None and not by
         ]
-        votes = await _all_of(pending)
+        if short_circuit is None:
+            short_circuit = self.spec.short_circuit
+        if short_circuit and len(self.judges) > 1:
+            panels = await _all_of([self._votes_until_settled(attempt, out) for out in asked])
+        else:
+            n = len(self.judges)
+            votes = await _all_of(
+                [self._vote(judge, attempt, out) for out in asked for judge in self.judges]
+            )
+            panels = [votes[i : i + n] for i in range(0, len(votes), n)]
         self._counts["attempts"] += 1
         found: list[Finding] = []
-        i = 0
+        each = iter(panels)
         for out, by in zip(outputs, decided, strict=True):
             if out is None:
                 found.append(self.inconclusive("no output"))
             elif by is not None:
                 found.append(self._cascaded(by))
             else:
-                found.append(self._finding(votes[i : i + n]))
-                i += n
+                found.append(self._finding(next(each)))
         return found
+
+    async def _votes_until_settled(self, attempt: Attempt, output: str) -> list[Vote]:
+        """`short_circuit`: the judges in order, in waves of the fewest that could settle the
+        verdict; the rest are not asked once nothing they answered could change it."""
+        judges, spec = self.judges, self.spec
+        rule = (spec.aggregation, spec.threshold, spec.require_all_judges)
+        votes: list[Vote] = []
+        while len(votes) < len(judges):
+            left = len(judges) - len(votes)
+            if votes and self._settled(votes, left):
+                break
+            wave = judges[
+                len(votes) : len(votes) + next_wave([v.score for v in votes], left, *rule)
+            ]
+            votes += await _all_of([self._vote(judge, attempt, output) for judge in wave])
+        return votes
+
+    def _settled(self, votes: list[Vote], left: int) -> bool:
+        """Neither the verdict nor the one with abstentions counted as the sources count them
+        (`upstream_counting`) could change, whatever the `left` judges not asked answered."""
+        spec = self.spec
+        rule = (spec.aggregation, spec.threshold, spec.require_all_judges)
+        if settled_verdict([v.score for v in votes], left, *rule) is None:
+            return False
+        if not any(self._counts_unreadable.values()):
+            return True
+        return settled_verdict(self._counted(votes), left, *rule) is not None
 
     def _cascaded(self, decided_by: tuple[str, ...]) -> Finding:
         """HELD without asking: every cascade detector said HELD on the output."""
@@ -453,6 +504,7 @@ class JudgePanelDetector(Detector):
         spec = self.spec
         counts = self._counts
         counts["outputs"] += 1
+        skipped = [j.id for j in self.judges[len(votes) :]]
         outcome = aggregate_votes(
             [v.score for v in votes], spec.aggregation, spec.threshold, spec.require_all_judges
         )
@@ -464,6 +516,11 @@ class JudgePanelDetector(Detector):
             "cached": sum(v.result.cached for v in votes),
             "judges": [v.to_json() for v in votes],
         }
+        if skipped:
+            # Short-circuited: these judges could not have changed the verdict; not asked.
+            counts["short_circuited"] += 1
+            counts["calls_saved"] += len(skipped)
+            details["skipped"] = skipped
         if self._graded:
             details["graded"] = graded_scores(votes, self._graded)
         if self._upstream:
@@ -487,15 +544,17 @@ class JudgePanelDetector(Detector):
         """The verdict with each unreadable answer counted as its source counts it. Only an
         answer the judge gave is counted: a failed call (no answer) stays an abstention."""
         spec = self.spec
-        counted = [
+        return aggregate_votes(
+            self._counted(votes), spec.aggregation, spec.threshold, spec.require_all_judges
+        ).success
+
+    def _counted(self, votes: list[Vote]) -> list[float | None]:
+        return [
             0.0
             if v.score is None and v.result.raw is not None and self._counts_unreadable[v.judge]
             else v.score
             for v in votes
         ]
-        return aggregate_votes(
-            counted, spec.aggregation, spec.threshold, spec.require_all_judges
-        ).success
 
     async def _vote(self, judge: Judge, attempt: Attempt, output: str) -> Vote:
         counts = self._counts

@@ -135,6 +135,9 @@ class JudgeTally:
     errors: int = 0
     cascaded: int = 0  # outputs the cascade decided without asking the judges
     calls_saved: int = 0
+    # `short_circuit`: judge -> outputs it was not asked about (the verdict was settled).
+    skipped: dict[str, int] = field(default_factory=dict)
+    short_circuited: int = 0
 
     def add(self, detail: dict[str, Any]) -> None:
         if detail.get("decided_by"):
@@ -146,6 +149,7 @@ class JudgeTally:
             return
         self.outputs += 1
         self._add_usage(detail.get("judges") or ())
+        self._add_skipped(detail.get("skipped") or ())
         if detail.get("error"):
             self.errors += 1
         for judge, reason in (detail.get("abstained") or {}).items():
@@ -167,6 +171,12 @@ class JudgeTally:
             pair[0] += 1
             pair[1] += cast[a] == cast[b]
 
+    def _add_skipped(self, skipped: Any) -> None:
+        if skipped:
+            self.short_circuited += 1
+        for judge in skipped:
+            self.skipped[str(judge)] = self.skipped.get(str(judge), 0) + 1
+
     def _add_usage(self, votes: Any) -> None:
         """Calls made and cache hits per judge, with their tokens (an answer given without
         a call, or a failed call, has no tokens and is neither)."""
@@ -187,6 +197,9 @@ class JudgeTally:
         self.errors += other.errors
         self.cascaded += other.cascaded
         self.calls_saved += other.calls_saved
+        self.short_circuited += other.short_circuited
+        for judge, n in other.skipped.items():
+            self.skipped[judge] = self.skipped.get(judge, 0) + n
         for judge, counts in other.usage.items():
             _add_into(self.usage.setdefault(judge, [0] * 6), counts)
         for judge, counts in other.votes.items():
@@ -231,7 +244,12 @@ class JudgeTally:
         }
         if self.cascaded:
             out["cascade"] = {"outputs": self.cascaded, "calls_saved": self.calls_saved}
-        cost = cost_summary(self.usage, self.prices, self.cascaded)
+        if self.short_circuited:
+            out["short_circuit"] = {
+                "outputs": self.short_circuited,
+                "calls_saved": sum(self.skipped.values()),
+            }
+        cost = cost_summary(self.usage, self.prices, self.cascaded, self.skipped)
         if cost is not None:
             out["cost"] = cost
         return out
@@ -436,10 +454,12 @@ class DigestBuilder:
 
 
 def judge_savings(digest: dict[str, Any]) -> dict[str, Any]:
-    """The completion row's `judge_cascade` (outputs decided, calls saved) and `judge_cost`
+    """The completion row's `judge_cascade` (outputs decided, calls saved),
+    `judge_short_circuit` (outputs settled before every judge was asked, calls saved) and `judge_cost`
     fields, from the digest row (so a resumed run counts its earlier sessions too)."""
     panel = digest.get("judge_panel") or {}
-    return {f"judge_{key}": panel[key] for key in ("cascade", "cost") if key in panel}
+    keys = ("cascade", "short_circuit", "cost")
+    return {f"judge_{key}": panel[key] for key in keys if key in panel}
 
 
 def digest_row(report_path: Path) -> dict[str, Any]:

@@ -190,6 +190,12 @@ def judge_cost_lines(panel: dict[str, Any] | None) -> list[str]:
             f"cascade: {cascade['outputs']} outputs decided HELD by detectors, "
             f"{cascade['calls_saved']} judge calls saved"
         )
+    short = panel.get("short_circuit")
+    if short:
+        lines.append(
+            f"short circuit: {short['outputs']} outputs settled before every judge was asked, "
+            f"{short['calls_saved']} judge calls saved"
+        )
     cost = panel.get("cost")
     if cost:
         for j in [*cost["judges"], {"judge": "total", **cost["total"]}]:
@@ -198,5 +204,10 @@ def judge_cost_lines(panel: dict[str, Any] | None) -> list[str]:
                 f"judge cost {escape_control(j['judge'])}: {_money(j['cost'])}{calls}; saved by "
                 f"the cache {_money(j['cache_saved'])}, by the cascade "
                 f"~{_money(j['cascade_saved'])} (estimated)"
+                + (
+                    f", by the short circuit ~{_money(j['short_circuit_saved'])} (estimated)"
+                    if "short_circuit_saved" in j
+                    else ""
+                )
             )
     return lines
