@@ -230,20 +230,17 @@ class RunTally:
             t = tallies.get((probe, detector))
             if t is None:
                 t = tallies[(probe, detector)] = DetectorTally()
-            passed = fails = nones = 0
-            failed: list[tuple[int, float]] = []
-            for idx, score in enumerate(scores):
-                if score is None:
-                    nones += 1
-                elif (score < threshold) if threshold is not None else test(float(score)):
-                    passed += 1
-                else:
-                    fails += 1
-                    failed.append((idx, float(score)))
-                    if len(t.first_hits) < FIRST_HITS and idx < len(outputs) and outputs[idx]:
-                        t.first_hits.append(str(outputs[idx]))
-            if failed and hits is not None:
-                hits(row, detector, failed)
+            nones = scores.count(None)
+            if nones == len(scores):  # abstained on every output: nothing else to count
+                passed = fails = 0
+            else:
+                failed = _failed_outputs(scores, threshold, test)
+                fails = len(failed)
+                passed = len(scores) - nones - fails
+                if failed:
+                    _first_hits(t.first_hits, failed, outputs)
+                    if hits is not None:
+                        hits(row, detector, failed)
             t.passed += passed
             t.fails += fails
             t.nones += nones
@@ -327,6 +324,40 @@ def hit_output(text: str | None, idx: int, fields: Any) -> Any:
     return {"text": text, **entry} if type(entry) is dict else text
 
 
+def _failed_outputs(
+    scores: Any, threshold: float | None, test: Callable[[float], bool]
+) -> list[tuple[int, float]]:
+    """The failing outputs of one detector's scores, as (index, score) pairs in order; the
+    scores are not all None."""
+    if threshold is not None:  # `output_failed`, inlined for the common policy
+        return [
+            (idx, float(score))
+            for idx, score in enumerate(scores)
+            if score is not None and not score < threshold
+        ]
+    return [
+        (idx, float(score))
+        for idx, score in enumerate(scores)
+        if score is not None and not test(float(score))
+    ]
+
+
+def _first_hits(first: list[str], failed: list[tuple[int, float]], outputs: list[Any]) -> None:
+    """The texts of the first failing outputs, up to `FIRST_HITS`, kept for `-v` and reports."""
+    n = len(outputs)
+    for idx, _ in failed:
+        if len(first) >= FIRST_HITS:
+            return
+        if idx < n and outputs[idx]:
+            first.append(str(outputs[idx]))
+
+
+# The per-output detail keys a tally counts (`_count_details`).
+_COUNTED_DETAILS = frozenset(
+    ("upstream_counting", "error", "abstention_rate", "flippable", "graded")
+)
+
+
 def _count_details(
     t: DetectorTally, scores: list[float | None], det_details: Any, test: Callable[[float], bool]
 ) -> None:
@@ -335,8 +366,8 @@ def _count_details(
     if not det_details:
         return
     for idx, d in enumerate(det_details):
-        if not isinstance(d, dict):
-            continue
+        if not isinstance(d, dict) or _COUNTED_DETAILS.isdisjoint(d):
+            continue  # most details (a heuristic's phrase list version) count for nothing
         if "upstream_counting" in d and idx < len(scores):
             _count_upstream(t, scores[idx], d["upstream_counting"], test)
         if d.get("error"):

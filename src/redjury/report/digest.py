@@ -364,6 +364,11 @@ class DigestBuilder:
         hits: list[tuple[str, int, float]] | None,
     ) -> tuple[int, int, int]:
         """One detector's (passed, fails, nones); its hits appended, `per_output` updated."""
+        n = len(scores)
+        if scores.count(None) == n:  # abstained on every output: each is at least known
+            if per_output is not None and len(per_output) < n:
+                per_output.extend([-1] * (n - len(per_output)))
+            return 0, 0, n
         threshold = self.threshold_of_test
         test = self.test
         passed = fails = nones = 0

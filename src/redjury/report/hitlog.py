@@ -25,7 +25,7 @@ class HitlogLines(HitlogBuilder):
     shared fields are serialised once and each hit splices in its output, score, index and
     detector, byte for byte what `JsonlWriter` writes for the dict `__call__` returns."""
 
-    __slots__ = ("_line_row", "_parts", "_tails")
+    __slots__ = ("_line_row", "_parts", "_tails", "_outputs")
 
     def __init__(
         self, generator: str | None = None, generations_per_prompt: int | None = None
@@ -41,6 +41,9 @@ class HitlogLines(HitlogBuilder):
             False,
         )
         self._tails: dict[tuple[tuple[Any, Any, Any], str], bytes] = {}
+        # The row's outputs as serialised so far, by index: every detector that failed an
+        # output splices in the same bytes.
+        self._outputs: dict[int, bytes] = {}
 
     def line(self, row: dict[str, Any], detector: str, idx: int, score: float) -> bytes:
         """The hitlog entry of `__call__` as one JSONL line (bytes, newline included)."""
@@ -67,11 +70,16 @@ class HitlogLines(HitlogBuilder):
             tail = self._tail(names, detector)
         dumps = orjson.dumps
         n = len(outputs)
+        done = self._outputs
         parts: list[bytes] = []
         for idx, score in failed:
-            text = outputs[idx] if idx < n else None
-            # Redjury's own rows: the head ends inside `{"text":`, so only the text is dumped.
-            output = dumps(text) if fields is False else dumps(hit_output(text, idx, fields))
+            output = done.get(idx)
+            if output is None:
+                text = outputs[idx] if idx < n else None
+                # Redjury's own rows: the head ends inside `{"text":`, so only the text is
+                # dumped.
+                output = dumps(text) if fields is False else dumps(hit_output(text, idx, fields))
+                done[idx] = output
             index = _INDEX[idx] if idx < _INDEXED else b"%d" % idx
             parts += (head, output, mid, dumps(score), ids, index, tail)
         return b"".join(parts)
@@ -110,6 +118,7 @@ class HitlogLines(HitlogBuilder):
             outputs,
             fields,
         )
+        self._outputs = {}
         self._line_row = row
 
     def _tail(self, names: tuple[Any, Any, Any], detector: str) -> bytes:
