@@ -534,6 +534,59 @@ def test_sigterm_keeps_the_finished_blocks_and_stops_the_local_ray(tmp_path: Pat
     assert report[-1]["attempts_resumed"] == 64
 
 
+def test_sigterm_on_the_actor_path_keeps_the_chunks_written_and_the_rerun_completes_them(
+    tmp_path: Path,
+) -> None:
+    """A chunk holds its actor; SIGTERM: the chunks before it are in the report (the local
+    engine's message and exit status), the run's Ray ends with it, and a rerun resumes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    n = 20_000  # about 5 MB: a few chunks, the held one not the first
+    src = write_jsonl(tmp_path / "in.jsonl", attempts(n))
+    hold = tmp_path / "hold"
+    hold.touch()
+    config = tmp_path / "c.json"
+    stall = {"type": "stall_while_held", "hold": str(hold), "victim": f"a{n - 10:06d}"}
+    config.write_text(json.dumps({"detectors": [{"type": "pii_leak"}, stall]}))
+    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
+    out = tmp_path / "out"
+    main = "import sys, ray_faults; from redjury.cli import main; main()"
+    cmd = [sys.executable, "-c", main, "run", str(src), "-c", str(config), "--no-cache"]
+    cmd += ["--engine", "ray", "--ray-workers", "2", "-o", str(out)]
+    env = {**os.environ, "RAY_TMPDIR": str(temp), "NO_COLOR": "1"}
+    report = out / "redjury.report.jsonl"
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (report.exists() and report.stat().st_size > 500_000):
+            assert proc.poll() is None and time.monotonic() < deadline, "no chunk written"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 143, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-8000:]
+        kept = [r["id"] for r in read_jsonl(report) if r["entry_type"] == "attempt"]
+        assert 0 < len(kept) < n and f"{len(kept)} judged attempts are kept" in stderr
+        deadline = time.monotonic() + 60
+        while _processes_mentioning(str(temp)):  # the run's own Ray, its raylet and all
+            assert time.monotonic() < deadline, "the run's Ray outlived it"
+            time.sleep(0.2)
+        hold.unlink()
+        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(temp, ignore_errors=True)
+    rows = read_jsonl(report)
+    ids = [r["id"] for r in rows if r["entry_type"] == "attempt"]
+    assert sorted(ids) == [r["id"] for r in attempts(n)]
+    assert rows[-1]["attempts_resumed"] == len(kept)
+
+
 def test_auto_finds_a_left_address_file_whose_head_is_gone_and_refuses_it_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -152,7 +152,9 @@ def _in_order(actors: list[Any], chunks: Iterator[Chunk]) -> Iterator[tuple[Chun
 
     def ready() -> tuple[Chunk, int, ChunkResult]:
         chunk, ref = pending.popleft()
-        result: ChunkResult = ray.get(ref)
+        # Waited for in Python, not in `ray.get`: Ray turns a signal that lands in its own
+        # wait into a plain KeyboardInterrupt, and SIGTERM would read as Ctrl-C.
+        result: ChunkResult = ref.future().result()
         before = base.get(chunk.name, 0) if chunk.start else 0
         base[chunk.name] = before + result.lines
         return chunk, before, result
