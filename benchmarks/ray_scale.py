@@ -1,14 +1,17 @@
 """The Ray engine against the local engine at equal workers (issues 15 and 45): default
 detectors over many attempts, the local engine with k worker processes against Ray with k
-workers, and a judge panel through Ray actors at C=64, L=200 ms.
+actors, and a judge panel through Ray actors at C=64, L=200 ms.
 
-    python benchmarks/ray_scale.py [--attempts 100000] [--workers 1,2] [--panel-attempts 51200]
-                                   [--panel-only | --no-panel]
+    python benchmarks/ray_scale.py [--attempts 100000] [--worker-counts 1,2] [--repeats 3]
+                                   [--panel-attempts 51200] [--panel-only | --no-panel]
 
 Every timed run is a fresh process (`--worker ...`) that reports the run's wall time and,
-apart from it, the time Ray took to start; its whole process tree (driver, Ray's processes,
-worker processes) is sampled for memory (memory_tree.py). Efficiency: Ray's attempts per
-second over the local engine's at the same number of workers. Writes
+apart from it, the time Ray took to start (`ray.init`, which a run on a running cluster
+pays once to attach). Its driver and its whole process tree (driver, Ray's processes,
+worker processes) are sampled for memory through the run. Runs alternate (local k, Ray k,
+for each k, then again) and each figure is the median of `--repeats`; the load average is
+recorded before and after. Efficiency: Ray's attempts per second per worker over the local
+engine's at the same number of workers (start-up apart). Writes
 benchmarks/results/ray_scale.json and prints the table; exits 1 when the panel reaches less
 than 90% of the ideal rate.
 """
@@ -16,13 +19,19 @@ than 90% of the ideal rate.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
+import os
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -113,23 +122,67 @@ def worker(args: argparse.Namespace) -> dict:
 
 
 def timed(inp: Path, engine: str, workers: int | None = None, url: str | None = None) -> dict:
-    """One run in a fresh process, its whole process tree sampled for memory."""
+    """One run in a fresh process, its driver and its whole process tree sampled for memory."""
     with tempfile.NamedTemporaryFile(suffix=".json") as result:
         cmd = [sys.executable, __file__, "--worker", "--input", str(inp), "--engine", engine]
         cmd += ["--workers", str(workers)] if workers else []
         cmd += ["--url", url] if url else []
-        samples = memory_tree.sample_run([*cmd, "--result", result.name], None, 1)
-        if samples.returncode != 0:
-            raise SystemExit(f"worker failed: {samples.stderr[-2000:]}")
+        driver, tree = sample_rss([*cmd, "--result", result.name])
         out = json.loads(Path(result.name).read_text())
-    out["tree_peak_rss_mb"] = round(samples.peak, 1)
+    out["driver_sampled_rss_mb"] = round(driver, 1)
+    out["tree_peak_rss_mb"] = round(tree, 1)
     return out
+
+
+def sample_rss(cmd: list[str]) -> tuple[float, float]:
+    """Run `cmd`; the peak RSS of its own process and of its whole tree, in MB, sampled
+    every `memory_tree.INTERVAL_S` through the run."""
+    driver = tree = 0.0
+    with tempfile.TemporaryFile() as err:
+        popen = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = psutil.Process(popen.pid)
+        while popen.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                driver = max(driver, proc.memory_info().rss / (1 << 20))
+            tree = max(tree, memory_tree.tree_rss_mb(proc))
+            time.sleep(memory_tree.INTERVAL_S)
+        if popen.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"worker failed: {err.read().decode(errors='replace')[-2000:]}")
+    return driver, tree
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The median of each figure over repeated runs of one case (the samples kept)."""
+    out = dict(runs[0])
+    for key in ("seconds", "ray_start_s", "driver_peak_rss_mb", "driver_sampled_rss_mb"):
+        out[key] = statistics.median(r[key] for r in runs)
+    out["tree_peak_rss_mb"] = statistics.median(r["tree_peak_rss_mb"] for r in runs)
+    out["seconds_each"] = [round(r["seconds"], 2) for r in runs]
+    out["per_worker_rate"] = out["attempts"] / out["seconds"] / out["workers"]
+    return out
+
+
+def detector_runs(inp: Path, counts: list[int], repeats: int) -> list[dict]:
+    """Local k and Ray k alternating, `repeats` times over; the median of each case."""
+    samples: dict[tuple[str, int], list[dict]] = {}
+    for _ in range(repeats):
+        for k in counts:
+            for engine in ("local", "ray"):
+                samples.setdefault((engine, k), []).append(timed(inp, engine, k))
+    runs = []
+    for k in counts:
+        local, ray = median_run(samples["local", k]), median_run(samples["ray", k])
+        ray["efficiency"] = ray["per_worker_rate"] / local["per_worker_rate"]
+        runs += [local, ray]
+    return runs
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--attempts", type=int, default=100_000)
     parser.add_argument("--worker-counts", default="1,2", help="workers of both engines")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating runs per case")
     parser.add_argument("--result", help="(a worker) where to write its result")
     parser.add_argument("--no-panel", action="store_true", help="leave the judge panel out")
     parser.add_argument("--panel-attempts", type=int, default=51_200)
@@ -148,12 +201,11 @@ def main() -> int:
         if not args.panel_only:
             inp = Path(tmp) / "attempts.jsonl"
             write_input(inp, args.attempts)
-            runs = []
-            for k in map(int, args.worker_counts.split(",")):
-                local, ray = timed(inp, "local", k), timed(inp, "ray", k)
-                ray["efficiency"] = local["seconds"] / ray["seconds"]
-                runs += [local, ray]
-            out["detectors"] = runs
+            out["load_before"] = os.getloadavg()
+            counts = [int(k) for k in args.worker_counts.split(",")]
+            out["detectors"] = detector_runs(inp, counts, args.repeats)
+            out["load_after"] = os.getloadavg()
+            out["input_mb"] = round(inp.stat().st_size / (1 << 20), 1)
         if args.no_panel:
             return report(out, None)
         panel_in = Path(tmp) / "panel.jsonl"
@@ -175,14 +227,19 @@ def main() -> int:
 def report(out: dict, name: str | None) -> int:
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.with_name(name or RESULTS.name).write_text(json.dumps(out, indent=2) + "\n")
-    head = f"{'run':<22}{'seconds':>9}{'attempts/s':>12}{'Ray/local':>10}{'ray start':>10}"
+    head = f"{'run':<20}{'seconds':>8}{'att/s/worker':>13}{'Ray/local':>10}{'ray start':>10}"
     print(head + f"{'driver MB':>10}{'all MB':>8}")
     for r in out.get("detectors", ()):
         name = f"{r['engine']}, {r['workers']} worker(s)"
         eff = f"{r['efficiency']:.2f}" if "efficiency" in r else "—"
         print(
-            f"{name:<22}{r['seconds']:>9.1f}{r['attempts'] / r['seconds']:>12,.0f}{eff:>10}"
-            f"{r['ray_start_s']:>9.1f}s{r['driver_peak_rss_mb']:>10.0f}{r['tree_peak_rss_mb']:>8.0f}"
+            f"{name:<20}{r['seconds']:>8.1f}{r['per_worker_rate']:>13,.0f}{eff:>10}"
+            f"{r['ray_start_s']:>9.1f}s{r['driver_sampled_rss_mb']:>10.0f}"
+            f"{r['tree_peak_rss_mb']:>8.0f}"
+        )
+    if "load_before" in out:
+        print(
+            f"load average (1, 5, 15 min): before {out['load_before']}, after {out['load_after']}"
         )
     panel = out.get("panel")
     if panel is None:

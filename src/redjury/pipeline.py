@@ -705,8 +705,11 @@ class ScoringSpread(Protocol):
     """Scoring spread over processes other than this one; an engine hands it to the run
     (`redjury.engines.local`), the pipeline never picks one."""
 
+    # Its workers are never this process (Ray's): one worker is spread too.
+    remote: bool
+
     def workers(self, run: Run, detectors: list[Detector]) -> int:
-        """Processes to read and score in; 1: this one."""
+        """Processes to read and score in; 1 (0 for a remote spread): this one."""
 
     def score(
         self, run: Run, scorer: AttemptScorer, gate: InputGate, emit: Any, header: dict[str, Any]
@@ -1116,9 +1119,9 @@ class Run:
         emit = _Emitter(self, output, tallies, WINDOW_SYNC)
         output.mark()
         try:
-            self.worker_processes = self._workers(detectors, gate)
-            if self.worker_processes > 1 and self.spread is not None:
-                self.spread.score(self, scorer, gate, emit, header)
+            spread = self._spread_for(detectors, gate)
+            if spread is not None:
+                spread.score(self, scorer, gate, emit, header)
             else:
                 attempts = gate.attempts(self.inputs.records(), emit.input_error)
                 self.score_sync(attempts, scorer, emit)
@@ -1135,15 +1138,17 @@ class Run:
 
             asyncio.run(self.preflight(detectors))
 
-    def _workers(self, detectors: list[Detector], gate: InputGate) -> int:
-        """Processes to read and score in (1: this one); see redjury.engines.processes.
-        A resumed run reads in this process: each resumed attempt is compared with its
-        kept row, which the workers do not do."""
+    def _spread_for(self, detectors: list[Detector], gate: InputGate) -> ScoringSpread | None:
+        """The spread that reads and scores (None: this process does), its processes in
+        `worker_processes`; see redjury.engines.processes. A resumed run reads in this
+        process: each resumed attempt is compared with its kept row, which workers do not do."""
         if self.spread is None or self.options.workers == 1 or gate.done:
-            return 1
-        if self.options.engine != "local":
-            return 1
-        return self.spread.workers(self, detectors)
+            return None
+        self.worker_processes = self.spread.workers(self, detectors)
+        if self.worker_processes > 1 or (self.spread.remote and self.worker_processes > 0):
+            return self.spread
+        self.worker_processes = 1
+        return None
 
     async def _execute_async(self, detectors: list[Detector]) -> RunResult:
         try:

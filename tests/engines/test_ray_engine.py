@@ -119,6 +119,73 @@ def test_example_data_gives_the_single_process_report(tmp_path: Path) -> None:
     assert any("confidence_lower" in r for r in evals)  # bootstrap CIs compared too
 
 
+def messy(n: int) -> list[dict[str, Any] | str]:
+    """Attempts with bad lines, blank lines and repeated ids among them."""
+    lines: list[dict[str, Any] | str] = []
+    for i, row in enumerate(attempts(n)):
+        lines.append(row)
+        if i % 37 == 5:
+            lines.append("{not json")
+        if i % 53 == 7:
+            lines.append({"id": f"bad{i}", "outputs": "not a list"})
+        if i % 41 == 3:
+            lines.append("   ")
+        if i in (n // 2, n - 2):
+            lines.append(attempts(4)[3])  # a duplicate id, chunks away from its first line
+    return lines
+
+
+def report_lines(out: Path) -> dict[str, list[bytes]]:
+    """The report's lines of each kind in order, and the hitlog's, but for what names the
+    run (its id, times, engine). A single process writes a window's bad lines before its
+    attempt rows, workers each chunk's in line order: both keep each kind in order."""
+    volatile = {"run_id", "start_time", "end_time", "workers", "engine", "meta"}
+    kinds: dict[str, list[bytes]] = {}
+    for name in ("redjury.report.jsonl", "redjury.hitlog.jsonl"):
+        for row in read_jsonl(out / name):
+            line = json.dumps({k: v for k, v in row.items() if k not in volatile}).encode()
+            kinds.setdefault(f"{name}:{row.get('entry_type')}", []).append(line)
+    return kinds
+
+
+def test_actors_read_small_chunks_and_write_the_local_engines_report_line_for_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of a few kilobytes (dozens of them, over two actors): bad lines, blank lines,
+    duplicate ids in later chunks, a last line without a newline. Every report and hitlog
+    line is the local engine's in one process, each kind in its order."""
+    from redjury.engines import ray_files
+
+    monkeypatch.setattr(ray_files, "RAY_CHUNK_BYTES", 6000)
+    src = write_jsonl(tmp_path / "in.jsonl", messy(600))
+    src.write_bytes(src.read_bytes() + json.dumps(attempts(1000)[999]).encode())
+    local = go([src], tmp_path / "local", "local", skip_bad_lines=True, workers=1)
+    on_ray = go([src], tmp_path / "ray", "ray", skip_bad_lines=True, ray_workers=2)
+    assert report_lines(tmp_path / "local") == report_lines(tmp_path / "ray")
+    assert (local.attempts_scored, local.input_errors) == (601, on_ray.input_errors)
+    assert on_ray.attempts_scored == 601
+    rows = read_jsonl(tmp_path / "ray" / "redjury.report.jsonl")
+    assert sum(r.get("field") == "id" for r in rows if r["entry_type"] == "input_error") == 2
+    assert rows[-1]["engine"] == "ray" and not (tmp_path / "ray" / "redjury.shards").exists()
+
+
+def test_a_duplicate_id_refuses_the_input_as_the_local_engine_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redjury.engines import ray_files
+    from redjury.records import InputError
+
+    monkeypatch.setattr(ray_files, "RAY_CHUNK_BYTES", 6000)
+    rows: list[Any] = attempts(300)
+    src = write_jsonl(tmp_path / "in.jsonl", [*rows, rows[5]])
+    with pytest.raises(InputError, match="in.jsonl:301.*duplicate id") as on_ray:
+        go([src], tmp_path / "ray", "ray", ray_workers=2)
+    with pytest.raises(InputError) as local:
+        go([src], tmp_path / "local", "local")
+    assert str(on_ray.value) == str(local.value)
+    assert list((tmp_path / "ray").iterdir()) == []
+
+
 def test_garak_report_and_parquet_give_the_single_process_report(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -297,19 +364,39 @@ def test_killed_judge_actor_loses_and_duplicates_nothing(tmp_path: Path) -> None
     assert comparable(tmp_path / "ray")["evals"] == comparable(tmp_path / "local")["evals"]
 
 
-def test_rerun_skips_attempts_already_in_shards(tmp_path: Path) -> None:
+def test_rerun_resumes_from_the_report_as_the_local_engine_does(tmp_path: Path) -> None:
     rows = attempts(3000)
     # The same file, grown since the first run (another file would be another run).
     src = write_jsonl(tmp_path / "in.jsonl", rows[:1200])
     every = write_jsonl(tmp_path / "all.jsonl", rows)
     out = tmp_path / "ray"
     go([src], out, "ray", keep_shards=True)
-    assert (out / "redjury.shards").is_dir()
+    assert not (out / "redjury.shards").exists()  # the actors' results go to the report
     write_jsonl(src, rows)
     result = go([src], out, "ray")
     assert (result.attempts_resumed, result.attempts_scored) == (1200, 1800)
     go([every], tmp_path / "local", "local")
     assert_same_run(tmp_path / "local", out, hitlog_in_order=False)
+
+
+def test_rerun_of_parquet_skips_attempts_already_in_shards(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = attempts(3000)
+    table = pa.Table.from_pylist([{**r, "notes": json.dumps(r["notes"])} for r in rows])
+    # The same folder, grown since the first run (another folder would be another run).
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(table.slice(0, 1200), lake / "part-0.parquet")
+    out = tmp_path / "ray"
+    go([lake], out, "ray", keep_shards=True)
+    assert (out / "redjury.shards").is_dir()
+    pq.write_table(table.slice(1200), lake / "part-1.parquet")
+    result = go([lake], out, "ray")
+    assert (result.attempts_resumed, result.attempts_scored) == (1200, 1800)
+    go([write_jsonl(tmp_path / "all.jsonl", rows)], tmp_path / "local", "local")
+    assert comparable(tmp_path / "local")["evals"] == comparable(out)["evals"]
 
 
 def test_bad_line_refuses_the_input_and_leaves_no_files(tmp_path: Path) -> None:
@@ -445,6 +532,59 @@ def test_sigterm_keeps_the_finished_blocks_and_stops_the_local_ray(tmp_path: Pat
     ids = [r["id"] for r in report if r["entry_type"] == "attempt"]
     assert sorted(ids) == sorted(r["id"] for r in rows)
     assert report[-1]["attempts_resumed"] == 64
+
+
+def test_sigterm_on_the_actor_path_keeps_the_chunks_written_and_the_rerun_completes_them(
+    tmp_path: Path,
+) -> None:
+    """A chunk holds its actor; SIGTERM: the chunks before it are in the report (the local
+    engine's message and exit status), the run's Ray ends with it, and a rerun resumes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    n = 20_000  # about 5 MB: a few chunks, the held one not the first
+    src = write_jsonl(tmp_path / "in.jsonl", attempts(n))
+    hold = tmp_path / "hold"
+    hold.touch()
+    config = tmp_path / "c.json"
+    stall = {"type": "stall_while_held", "hold": str(hold), "victim": f"a{n - 10:06d}"}
+    config.write_text(json.dumps({"detectors": [{"type": "pii_leak"}, stall]}))
+    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
+    out = tmp_path / "out"
+    main = "import sys, ray_faults; from redjury.cli import main; main()"
+    cmd = [sys.executable, "-c", main, "run", str(src), "-c", str(config), "--no-cache"]
+    cmd += ["--engine", "ray", "--ray-workers", "2", "-o", str(out)]
+    env = {**os.environ, "RAY_TMPDIR": str(temp), "NO_COLOR": "1"}
+    report = out / "redjury.report.jsonl"
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (report.exists() and report.stat().st_size > 500_000):
+            assert proc.poll() is None and time.monotonic() < deadline, "no chunk written"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 143, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-8000:]
+        kept = [r["id"] for r in read_jsonl(report) if r["entry_type"] == "attempt"]
+        assert 0 < len(kept) < n and f"{len(kept)} judged attempts are kept" in stderr
+        deadline = time.monotonic() + 60
+        while _processes_mentioning(str(temp)):  # the run's own Ray, its raylet and all
+            assert time.monotonic() < deadline, "the run's Ray outlived it"
+            time.sleep(0.2)
+        hold.unlink()
+        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(temp, ignore_errors=True)
+    rows = read_jsonl(report)
+    ids = [r["id"] for r in rows if r["entry_type"] == "attempt"]
+    assert sorted(ids) == [r["id"] for r in attempts(n)]
+    assert rows[-1]["attempts_resumed"] == len(kept)
 
 
 def test_auto_finds_a_left_address_file_whose_head_is_gone_and_refuses_it_at_once(

@@ -21,9 +21,13 @@ from redjury.rows import AttemptScorer
 class WorkerProcesses:
     """The score stage in forked worker processes (imported only when a run may use them)."""
 
+    remote = False
+
     def workers(self, run: Run, detectors: list[Detector]) -> int:
         from redjury.engines import processes
 
+        if run.options.engine != "local":
+            return 1
         workers = run.options.workers or processes.auto_workers()
         return workers if processes.can_use_workers(run.inputs, detectors, workers) else 1
 

@@ -103,19 +103,21 @@ class Chunk:
 
 
 @dataclass
-class _Job:
-    """What the workers need, inherited through the fork (never pickled)."""
+class WorkerJob:
+    """What the workers need: inherited through the fork here (never pickled); built in each
+    worker from what a Ray run sends (`redjury.engines.ray_files`)."""
 
-    inputs: InputSet
+    scans: dict[str, Any]
     scorer: AttemptScorer
     evaluator: Evaluator
     header: dict[str, Any]
     build_hit: HitlogLines
     done: Container[str]
-    shared: mmap.mmap
+    # None: a worker that is not forked from this process (Ray's) sends its lines back.
+    shared: mmap.mmap | None = None
 
 
-_JOB: _Job | None = None
+_JOB: WorkerJob | None = None
 
 
 def auto_workers() -> int:
@@ -138,15 +140,22 @@ def can_use_workers(inputs: Any, detectors: list[Detector], workers: int) -> boo
         return False  # forking a process with threads can copy a held lock
     if not all(_forkable(d) for d in detectors):
         return False
-    total = 0
+    return cuttable(inputs) and sum(p.stat().st_size for p in inputs.paths) >= MIN_BYTES
+
+
+def cuttable(inputs: Any) -> bool:
+    """Whether every input is a file of garak's or redjury's JSONL whose chunks can be read
+    and checked on their own (a merged garak report's repeated uuids are numbered in file
+    order; a pipe or a device cannot be cut into byte ranges)."""
+    if not isinstance(inputs, InputSet) or not inputs.paths:
+        return False
     for path in inputs.paths:
-        if not path.is_file():  # a pipe or a device cannot be cut into byte ranges
+        if not path.is_file():
             return False
         fmt = detect_format(path)
         if fmt not in ("garak", "redjury") or (fmt == "garak" and inputs.repeated_uuids(path)):
             return False
-        total += path.stat().st_size
-    return total >= MIN_BYTES
+    return True
 
 
 def _forkable(det: Detector) -> bool:
@@ -204,6 +213,14 @@ def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
     """A worker's task: the chunk's records, scored and tallied; their lines in `slot`."""
     job = _JOB
     assert job is not None, "score_chunk runs in a worker forked by score_in_workers"
+    result, lines = read_and_score(job, chunk)
+    result.data = _store(job.shared, slot, lines)
+    return result
+
+
+def read_and_score(job: WorkerJob, chunk: Chunk) -> tuple[ChunkResult, list[bytes]]:
+    """The chunk read from its file, its records scored and tallied; the scored rows' report
+    lines, then their hitlog lines (what `ChunkResult` says its data holds)."""
     with open(chunk.name, "rb") as fh:
         fh.seek(chunk.start)
         data = fh.read(chunk.end - chunk.start)
@@ -217,19 +234,18 @@ def score_chunk(chunk: Chunk, slot: int) -> ChunkResult:
     result.scored = len(report_lines)
     result.rows_length = sum(map(len, report_lines))
     result.hits_length = sum(map(len, hit_lines))
-    result.data = _store(job.shared, slot, report_lines + hit_lines)
-    return result
+    return result, report_lines + hit_lines
 
 
-def _chunk_records(job: _Job, chunk: Chunk, data: bytes) -> Iterator[InputRecord]:
+def _chunk_records(job: WorkerJob, chunk: Chunk, data: bytes) -> Iterator[InputRecord]:
     lines = enumerate(io.BytesIO(data), 1)
     if chunk.garak:
-        return garak_line_records(chunk.name, lines, job.inputs.scans[chunk.name])
+        return garak_line_records(chunk.name, lines, job.scans[chunk.name])
     return redjury_line_records(chunk.name, lines)
 
 
 def _score_records(
-    job: _Job, records: Iterator[InputRecord], result: ChunkResult
+    job: WorkerJob, records: Iterator[InputRecord], result: ChunkResult
 ) -> tuple[list[bytes], list[bytes]]:
     """Each record into `result`; the attempts not judged before are scored together and
     tallied as `RunTallies` does (hitlog lines by the tally's own rule). Returns the scored
@@ -263,9 +279,9 @@ def _score_records(
     return report_lines, hit_lines
 
 
-def _store(shared: mmap.mmap, slot: int, lines: list[bytes]) -> bytes | None:
+def _store(shared: mmap.mmap | None, slot: int, lines: list[bytes]) -> bytes | None:
     """The lines into the slot (None), or joined when they do not fit in it."""
-    if sum(map(len, lines)) > SLOT_BYTES:
+    if shared is None or sum(map(len, lines)) > SLOT_BYTES:
         return b"".join(lines)
     at = slot * SLOT_BYTES
     for line in lines:
@@ -293,16 +309,17 @@ def score_in_workers(
     tallies = emit.tallies
     # Anonymous and shared: the forked workers write into the same pages this process reads.
     shared = mmap.mmap(-1, SLOT_BYTES * AHEAD_PER_WORKER * workers)
-    _JOB = _Job(run.inputs, scorer, run.evaluator, header, tallies.build_hit, gate.done, shared)
+    scans = run.inputs.scans
+    _JOB = WorkerJob(scans, scorer, run.evaluator, header, tallies.build_hit, gate.done, shared)
     context = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(
         workers, mp_context=context, initializer=_worker_setup, initargs=(os.getpid(),)
     )
     try:
-        chunks = _in_order(pool, _all_chunks(run.inputs), workers, on_forked)
+        chunks = _in_order(pool, input_chunks(run.inputs), workers, on_forked)
         for chunk, base, slot, result in chunks:
             with result.lines_view(shared, slot) as lines:
-                _take(chunk, base, result, lines, gate, emit)
+                take_chunk(chunk, base, result, lines, gate, emit)
     except BaseException:
         # Ctrl-C, a stop signal, an error: the chunks in flight are not taken any more, so
         # their workers are not waited for (a stuck one would hang the run's end).
@@ -323,7 +340,7 @@ def _kill_workers(pool: ProcessPoolExecutor) -> None:
             process.kill()
 
 
-def _take(
+def take_chunk(
     chunk: Chunk, base: int, result: ChunkResult, lines: memoryview, gate: Any, emit: Any
 ) -> None:
     """A chunk's records through the gate, in order (error rows are written as they come).
@@ -367,9 +384,9 @@ def _admit_each(
     return spans
 
 
-def _all_chunks(inputs: InputSet) -> Iterator[Chunk]:
+def input_chunks(inputs: InputSet, size: int = CHUNK_BYTES) -> Iterator[Chunk]:
     for path in inputs.paths:
-        yield from file_chunks(path, detect_format(path) == "garak", CHUNK_BYTES)
+        yield from file_chunks(path, detect_format(path) == "garak", size)
 
 
 def _in_order(

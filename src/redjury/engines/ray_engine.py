@@ -1,6 +1,9 @@
 """The Ray engine: the single-process run's stages, with scoring spread over a Ray cluster.
 
-The driver runs the read stage (`InputGate`: line errors, duplicate ids, resumed ids) and
+A run with detectors only over JSONL files goes through `redjury.engines.ray_files`: Ray
+actors read byte ranges of the files themselves and the driver writes the local engine's
+files from their compact results. The rest (judge panels, Parquet, merged garak reports)
+goes this way: the driver runs the read stage (`InputGate`: line errors, duplicate ids, resumed ids) and
 hands blocks of attempts to Ray Data. Detectors run in Ray Data tasks (`map_batches`);
 judge panels in a pool of actors, each with its own async judge engine and a share of the
 configured concurrency limits (split across actors, never multiplied). A worker scores a
@@ -37,6 +40,7 @@ import orjson
 from redjury.attempts import Attempt
 from redjury.detectors.base import Detector
 from redjury.engines.base import Engine
+from redjury.engines.ray_files import reads_on_workers, run_files_on_ray
 from redjury.engines.sources import RaySources
 from redjury.errors import RunError
 from redjury.evaluators import Evaluator, RunTally
@@ -642,10 +646,20 @@ def _head_of(address: str, origin: str) -> tuple[str, str]:
 def run_on_ray(options: RunOptions) -> RunResult:
     """Judge the inputs on Ray into `options.out_dir`: the same files as a local run."""
     try:
-        import ray  # noqa: F401
+        import ray
     except ImportError:
         raise RunError("the Ray engine needs Ray: pip install 'redjury[ray]'") from None
-    return RayRun(options).execute()
+    if options.out_dir is None or not reads_on_workers(options):
+        return RayRun(options).execute()
+    started = not ray.is_initialized()
+    if started:
+        connect(options.ray_address)
+    try:
+        return run_files_on_ray(options)
+    finally:
+        if started:
+            _quiet_after_shutdown()
+            ray.shutdown()
 
 
 ENGINE = ENGINES.register(Engine("ray", run_on_ray))
