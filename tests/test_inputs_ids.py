@@ -11,6 +11,7 @@ from redjury_testing import redjury
 
 from redjury.idstore import SPILL_AT, IdStore
 from redjury.inputs import InputSet, check_inputs
+from redjury.pipeline import InputGate
 
 IDS = st.text("abcdef", min_size=1, max_size=3)
 OPS = st.lists(
@@ -51,6 +52,47 @@ def test_a_store_that_spills_answers_as_a_dict_does(
             assert store.find(k) == ((True, model[k]) if k in model else (False, None))
         assert len(store) == len(model)
     store.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), IDS), max_size=60), st.booleans())
+def test_stores_side_by_side_answer_as_two_dicts_do(
+    adds: list[tuple[bool, str]], collide: bool
+) -> None:
+    """Two stores sharing a filter and a table file (`beside`) never see each other's ids."""
+    first = _small(Colliding if collide else IdStore)
+    stores, models = (first, first.beside()), ({}, {})
+    for n, (which, key) in enumerate(adds):
+        store, model = stores[which], models[which]
+        assert store.add(key, f"v{n}") == (key not in model)
+        model.setdefault(key, f"v{n}")
+        for s, m in zip(stores, models, strict=True):
+            assert s.find(key) == ((True, m[key]) if key in m else (False, None))
+            assert len(s) == len(m)
+    stores[1].close()
+    assert all(first.find(k) == (True, v) for k, v in models[0].items())
+    first.close()
+
+
+def test_a_resumes_gate_holds_one_filter_and_one_table_file_for_both_id_sets() -> None:
+    """Issue 45: a resume reads its kept ids into `done`, then every id again into the
+    gate's own set. Each store with its own 16 MiB filter and page cache made a resume's
+    memory grow at its end (1M attempts: 97 -> 124 MB in the process); beside `done`, the
+    gate's set adds no second filter or table file, whatever the number of ids."""
+    done = IdStore()
+    ids = [f"attempt-{i}" for i in range(2 * SPILL_AT + 7)]
+    for i in ids:
+        done.add(i, "hash")
+    gate = InputGate(False, done=done)
+    for n, i in enumerate(ids):
+        assert gate.admit("in.jsonl", n + 1, i, None, lambda err: None) is False
+    assert gate.matched == len(ids) and gate.bad == 0
+    seen = gate._seen
+    assert len(seen) == len(ids) and seen._spilled > 0
+    assert seen._bloom is done._bloom and seen._db is done._db
+    tables = done._db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+    assert tables.fetchone() == (2,)
+    assert not gate.admit("in.jsonl", 1, ids[0], None, lambda err: None) and gate.bad == 1
 
 
 def test_memory_holds_only_the_recent_ids_the_rest_are_in_the_table() -> None:

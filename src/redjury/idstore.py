@@ -12,6 +12,11 @@ hash *and* id, so every answer is exact (two ids whose hashes collide are still 
 The filter's false positives cost only a table lookup: about 0.4 % of lookups at 10 million
 ids, more past 50 million (slower, still exact). Memory: the recent ids (a few MB), the
 filter and SQLite's page cache (`CACHE_KIB`), whatever the number of ids.
+
+Stores made with `beside` share one filter and one table file (and its page cache), each
+its own table, its ids' hashes salted apart in the filter: a resume's kept ids and the ids
+it reads again hold one filter and one cache between them, not one each, so the second
+set, filled last, adds nothing to what the first set already holds.
 """
 
 from __future__ import annotations
@@ -31,6 +36,50 @@ BLOOM_PROBES = 4
 # SQLite's page cache for the table, in KiB.
 CACHE_KIB = 8192
 _U64 = (1 << 64) - 1
+# A store's salt (XORed into its ids' hashes) is its number in the spill times this odd
+# constant (2**63 / the golden ratio), kept below 2**63 so a salted hash fits in int64.
+_SALT = 0x9E3779B97F4A7C15
+_I63 = (1 << 63) - 1
+
+
+class _Spill:
+    """The filter and the table file that one store, or stores made `beside` it, share."""
+
+    def __init__(self, bloom_bits: int) -> None:
+        self.mask = bloom_bits - 1
+        assert bloom_bits & self.mask == 0, "the filter's size is a power of two"
+        self.stores = 0
+        self.bloom: np.ndarray | None = None
+        self.bits: memoryview | None = None
+        self.db: sqlite3.Connection | None = None
+
+    def join(self) -> int:
+        """A new store's number in this spill (0 for the first)."""
+        self.stores += 1
+        return self.stores - 1
+
+    def open(self) -> None:
+        import numpy as np
+
+        # "": SQLite's private temporary database, in memory up to its page cache, then in a
+        # file SQLite unlinks as it opens it: nothing is left behind, even by a killed run.
+        db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode = OFF")
+        db.execute("PRAGMA synchronous = OFF")
+        db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        self.db = db
+        # Zero pages are mapped as they are first written: the filter fills as ids spill.
+        self.bloom = np.zeros((self.mask + 1) >> 3, dtype=np.uint8)
+        self.bits = memoryview(self.bloom.data)
+
+    def leave(self) -> None:
+        """A store is closed: the last one closes the table file and drops the filter."""
+        self.stores -= 1
+        if self.stores > 0:
+            return
+        if self.db is not None:
+            self.db.close()
+        self.db = self.bloom = self.bits = None
 
 
 class IdStore:
@@ -39,15 +88,37 @@ class IdStore:
     # The 64-bit hash of an id (Python's own: the store lives in one process).
     hash_of = staticmethod(hash)
 
-    def __init__(self, spill_at: int = SPILL_AT, bloom_bits: int = BLOOM_BITS) -> None:
+    def __init__(
+        self, spill_at: int = SPILL_AT, bloom_bits: int = BLOOM_BITS, beside: IdStore | None = None
+    ) -> None:
         self._recent: dict[str, str | None] = {}
         self._spill_at = spill_at
-        self._mask = bloom_bits - 1
-        assert bloom_bits & self._mask == 0, "the filter's size is a power of two"
+        self._shared: _Spill = _Spill(bloom_bits) if beside is None else beside._shared
+        number = self._shared.join()
+        self._mask = self._shared.mask
+        self._salt = (number * _SALT) & _I63
+        self._table = "ids" if number == 0 else f"ids{number}"
+        self._made = False
         self._spilled = 0
-        self._bloom: np.ndarray | None = None
-        self._bits: memoryview | None = None
-        self._db: sqlite3.Connection | None = None
+
+    def beside(self) -> IdStore:
+        """A new, empty store sharing this one's filter and table file (see the module)."""
+        return type(self)(self._spill_at, self._mask + 1, beside=self)
+
+    @property
+    def _bits(self) -> memoryview | None:
+        return self._shared.bits if self._made else None
+
+    @property
+    def _bloom(self) -> np.ndarray | None:
+        return self._shared.bloom if self._made else None
+
+    @property
+    def _db(self) -> sqlite3.Connection | None:
+        return self._shared.db if self._made else None
+
+    def _hash(self, key: str) -> int:
+        return self.hash_of(key) ^ self._salt
 
     def __len__(self) -> int:
         return len(self._recent) + self._spilled
@@ -63,7 +134,7 @@ class IdStore:
         recent = self._recent
         if key in recent:
             return True, recent[key]
-        if self._bits is None or not self._maybe(self.hash_of(key)):
+        if self._bits is None or not self._maybe(self._hash(key)):
             return False, None
         return self._on_disk(key)
 
@@ -100,12 +171,16 @@ class IdStore:
         return True
 
     def close(self) -> None:
-        """Drop the table (the store is empty afterwards)."""
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Drop the table (the store is empty afterwards, and no longer shares a spill)."""
+        db = self._db
+        if db is not None and self._shared.stores > 1:
+            db.execute(f"DROP TABLE {self._table}")
+        if self._shared.stores > 0:
+            self._shared.leave()
+        self._shared = _Spill(self._mask + 1)
+        self._shared.join()
+        self._made = False
         self._recent.clear()
-        self._bloom = self._bits = None
         self._spilled = 0
 
     # -- the filter and the table ----------------------------------------------------------
@@ -141,13 +216,13 @@ class IdStore:
     def _hashes(self, keys: list[str]) -> np.ndarray:
         import numpy as np
 
-        hashes = map(self.hash_of, keys)
+        hashes = map(self._hash, keys)
         return np.fromiter(hashes, dtype=np.int64, count=len(keys)).view(np.uint64)
 
     def _on_disk(self, key: str) -> tuple[bool, str | None]:
         assert self._db is not None
         row = self._db.execute(
-            "SELECT value FROM ids WHERE h = ? AND id = ?", (self.hash_of(key), key)
+            f"SELECT value FROM {self._table} WHERE h = ? AND id = ?", (self._hash(key), key)
         ).fetchone()
         return (False, None) if row is None else (True, row[0])
 
@@ -155,33 +230,28 @@ class IdStore:
         """Move the recent ids to the table (sorted by hash: the inserts stay local)."""
         import numpy as np
 
-        if self._db is None:
-            self._open()
-        assert self._db is not None and self._bloom is not None
-        rows = sorted((self.hash_of(k), k, v) for k, v in self._recent.items())
-        self._db.execute("BEGIN")
-        self._db.executemany("INSERT INTO ids VALUES (?, ?, ?)", rows)
-        self._db.execute("COMMIT")
+        if not self._made:
+            self._make()
+        db, bloom = self._db, self._bloom
+        assert db is not None and bloom is not None
+        rows = sorted((self._hash(k), k, v) for k, v in self._recent.items())
+        db.execute("BEGIN")
+        db.executemany(f"INSERT INTO {self._table} VALUES (?, ?, ?)", rows)
+        db.execute("COMMIT")
         hashes = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         idx = self._probes_many(hashes.view(np.uint64)).ravel()
         bits = np.left_shift(np.uint8(1), (idx & np.uint64(7)).astype(np.uint8))
-        np.bitwise_or.at(self._bloom, idx >> np.uint64(3), bits)
+        np.bitwise_or.at(bloom, idx >> np.uint64(3), bits)
         self._spilled += len(rows)
         self._recent = {}
 
-    def _open(self) -> None:
-        import numpy as np
-
-        # "": SQLite's private temporary database, in memory up to its page cache, then in a
-        # file SQLite unlinks as it opens it: nothing is left behind, even by a killed run.
-        db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode = OFF")
-        db.execute("PRAGMA synchronous = OFF")
-        db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-        db.execute(
-            "CREATE TABLE ids (h INTEGER, id TEXT, value TEXT, PRIMARY KEY (h, id)) WITHOUT ROWID"
+    def _make(self) -> None:
+        """This store's table (the shared file and filter opened first, if none has)."""
+        if self._shared.db is None:
+            self._shared.open()
+        assert self._shared.db is not None
+        self._shared.db.execute(
+            f"CREATE TABLE {self._table} (h INTEGER, id TEXT, value TEXT, PRIMARY KEY (h, id)) "
+            "WITHOUT ROWID"
         )
-        self._db = db
-        # Zero pages are mapped as they are first written: the filter fills as ids spill.
-        self._bloom = np.zeros((self._mask + 1) >> 3, dtype=np.uint8)
-        self._bits = memoryview(self._bloom.data)
+        self._made = True

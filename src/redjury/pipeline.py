@@ -498,7 +498,7 @@ class InputGate:
     With `refuse_on_error` (no --skip-bad-lines) the first bad line stops judging; the rest
     of the input is still read so the error lists every bad line (up to a limit). A resumed
     id whose attempt differs from the kept row's (`done`: id -> content hash) stops
-    the run. Ids are held in an `IdStore`: memory stays bounded however many there are.
+    the run. Ids are held in `IdStore`s: memory stays bounded however many there are.
     With `limits` (records per file, as a first pass counted them) a file is read
     no further than that pass read it: what was written to it since is not judged.
     """
@@ -517,8 +517,13 @@ class InputGate:
     # Resumed ids found in the input, and records past a file's limit.
     matched: int = 0
     unchecked: int = 0
-    _seen: IdStore = field(default_factory=IdStore)
+    # The ids read so far: beside `done`, sharing its filter and table file, so a resume
+    # that reads its kept ids again holds one filter and one page cache, not two.
+    _seen: IdStore = field(init=False)
     _read: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._seen = self.done.beside()
 
     @property
     def refused(self) -> bool:

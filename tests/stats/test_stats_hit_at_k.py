@@ -2,6 +2,8 @@ from math import comb
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from redjury.stats.hit_at_k import AUTO_K, hit_at_k, hit_at_k_per_prompt
 
@@ -76,3 +78,43 @@ def test_invalid_k_or_counts_raise():
         hit_at_k([(5, 1)], [0])
     with pytest.raises(ValueError):
         hit_at_k([(5, 6)], [1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.tuples(st.integers(0, 6), st.integers(0, 6)).filter(lambda p: p[1] <= p[0]),
+        st.integers(0, 5),
+        max_size=8,
+    ),
+    st.lists(st.integers(1, 7), max_size=3),
+)
+def test_weights_count_as_that_many_prompts(histogram: dict, ks: list[int]) -> None:
+    """A histogram weighed (each distinct (n, c) once, with its count) gives what the same
+    prompts one by one give."""
+    pairs = list(histogram)
+    expanded = [pair for pair in pairs for _ in range(histogram[pair])]
+    weighed = hit_at_k(pairs, ks, weights=list(histogram.values()))
+    one_by_one = hit_at_k(expanded, ks)
+    assert weighed is not None and one_by_one is not None
+    assert weighed.keys() == one_by_one.keys()
+    for k, got in weighed.items():
+        assert got == {"score": pytest.approx(one_by_one[k]["score"]), "prompts": got["prompts"]}
+        assert got["prompts"] == one_by_one[k]["prompts"]
+
+
+def test_an_eval_rows_hit_at_k_is_counted_from_the_histogram_not_one_entry_per_prompt():
+    """Issue 45: the finish expanded each tally's (n, c) histogram into arrays of one entry
+    per attempt, so its memory grew with the attempts (3M attempts: +120 MB at the end of a
+    run). Weighed, a histogram of a trillion prompts needs no more than one of three: the
+    expansion would have to allocate terabytes."""
+    from redjury.config import ReportingSpec
+    from redjury.evaluators import DetectorTally
+    from redjury.report.statistics import eval_statistics
+
+    tally = DetectorTally(passed=9 * 10**11, fails=10**11)
+    tally.per_prompt = {(1, 0): 9 * 10**11, (1, 1): 10**11}
+    spec = ReportingSpec(hit_at_k=[1], confidence_interval_method="none")
+    fields = eval_statistics(spec, seed=1)
+    got = fields("p", "d", tally)["hit_at_k"]
+    assert got == {1: {"score": pytest.approx(0.1), "prompts": 10**12}}

@@ -26,11 +26,15 @@ log = logging.getLogger(__name__)
 AuditLookup = Callable[[str], Correction | None]
 
 
-def _expand(histogram: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
-    """The (n, c) histogram as one entry per prompt, the form hit_at_k takes."""
+def _histogram(
+    histogram: dict[tuple[int, int], int],
+) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The (n, c) histogram as its distinct pairs, (n, c) columns, and each pair's count:
+    hit_at_k weighs each pair by its count rather than repeating it once per prompt (millions
+    of prompts, a few distinct pairs: the finish's memory stays flat in the attempts)."""
     pairs = np.array(list(histogram), dtype=np.int64).reshape(-1, 2)
     counts = np.fromiter(histogram.values(), dtype=np.int64, count=len(histogram))
-    return np.repeat(pairs[:, 0], counts), np.repeat(pairs[:, 1], counts)
+    return (pairs[:, 0], pairs[:, 1]), counts
 
 
 def ci_settings(reporting: ReportingSpec) -> CISettings:
@@ -91,7 +95,8 @@ def eval_statistics(
             # in fields of its own, so garak's keep garak's meaning.
             out.update(ci or small_sample_fields(tally.fails, n, settings, correction))
         if reporting.hit_at_k is not None:
-            hak = hit_at_k(_expand(tally.per_prompt), reporting.hit_at_k)
+            columns, counts = _histogram(tally.per_prompt)
+            hak = hit_at_k(columns, reporting.hit_at_k, weights=counts)
             if hak:
                 out["hit_at_k"] = hak
         if calibration is not None and n:

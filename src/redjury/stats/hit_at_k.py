@@ -59,36 +59,55 @@ def hit_at_k_per_prompt(n: IntArray, c: IntArray, k: int) -> npt.NDArray[np.floa
 def hit_at_k(
     per_prompt: Sequence[tuple[int, int]] | tuple[npt.NDArray[Any], npt.NDArray[Any]],
     ks: Sequence[int] | None = (1,),
+    weights: Sequence[int] | npt.NDArray[Any] | None = None,
 ) -> dict[int | str, dict[str, Any]] | None:
     """hit@k for each k in `ks`, plus the k = n bucket; None when `ks` is None.
 
     per_prompt is one (n, c) per prompt (n scoreable outputs, c hits), or a pair of numpy
-    arrays (n, c). For each k: score = mean over prompts with n ≥ k of 1 − C(n − c, k)/C(n, k),
+    arrays (n, c); `weights`, when given, says how many prompts each (n, c) stands for (a
+    histogram of millions of prompts is a few distinct pairs: memory stays flat).
+    For each k: score = mean over prompts with n ≥ k of 1 − C(n − c, k)/C(n, k),
     prompts = how many had n ≥ k; a k no prompt reaches is left out. The k = n bucket scores
     every prompt at its own n, which is 1 if c > 0 else 0 ("ever breached"); it is keyed by
     n when all prompts share it, else "n". Prompts with n = 0 are ignored.
     Returns {k: {"score": float, "prompts": int}} ({} when no prompt has an output).
     """
+    import numpy as np
+
     if ks is None:
         return None
     if any(isinstance(k, bool) or int(k) != k or k < 1 for k in ks):
         raise ValueError(f"hit_at_k values must be integers >= 1, got {list(ks)!r}")
     n, c = _counts(per_prompt)
-    keep = n >= 1
-    n, c = n[keep], c[keep]
+    w = np.ones(n.shape, np.int64) if weights is None else np.asarray(weights, np.int64)
+    if w.shape != n.shape or np.any(w < 0):
+        raise ValueError("hit_at_k needs one count >= 0 of prompts per (n, c)")
+    keep = (n >= 1) & (w > 0)
+    n, c, w = n[keep], c[keep], w[keep]
     result: dict[int | str, dict[str, Any]] = {}
     if n.size == 0:
         return result
     for k in sorted({int(k) for k in ks}):
         eligible = n >= k
-        count = int(eligible.sum())
+        count = int(w[eligible].sum())
         if count == 0:
             continue
         scores = hit_at_k_per_prompt(n[eligible], c[eligible], k)
-        result[k] = {"score": float(scores.mean()), "prompts": count}
+        result[k] = {"score": _mean(scores, w[eligible], count), "prompts": count}
     # min/max rather than np.unique: numpy 2's unique imports numpy.ma (~10 ms a run).
     lo, hi = int(n.min()), int(n.max())
     auto_key: int | str = lo if lo == hi else AUTO_K
     if auto_key not in result:
-        result[auto_key] = {"score": float((c > 0).mean()), "prompts": int(n.size)}
+        total = int(w.sum())
+        breached = (c > 0).astype(np.float64)
+        result[auto_key] = {"score": _mean(breached, w, total), "prompts": total}
     return result
+
+
+def _mean(scores: npt.NDArray[np.float64], w: IntArray, total: int) -> float:
+    """The mean of `scores`, each counted `w` times (the plain mean when every count is 1)."""
+    import numpy as np
+
+    if int(w.max()) == 1:
+        return float(scores.mean())
+    return float(np.dot(scores, w.astype(np.float64)) / total)
