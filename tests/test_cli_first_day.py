@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 from redjury_testing import REPO, read_jsonl, redjury, rows_of
@@ -114,7 +116,7 @@ def test_summary_into_head_exits_0_and_writes_the_markdown(tmp_path):
     assert redjury("run", EXAMPLE, "--out", out).returncode == 0
     markdown = tmp_path / "s.md"
     command = (
-        f"python -m redjury.cli summary {out} --markdown {markdown} | head -1; "
+        f"{shlex.quote(sys.executable)} -m redjury.cli summary {out} --markdown {markdown} | head -1; "
         'exit "${PIPESTATUS[0]}"'
     )
     proc = subprocess.run(
