@@ -222,3 +222,26 @@ def test_a_third_party_provider_and_format_plug_in_through_entry_points(tmp_path
         "connection.type: Input should be 'OPENAI', 'OLLAMA', 'AZURE_OPENAI', 'ANTHROPIC', "
         "'LITELLM' or 'ACME'"
     )
+
+
+def test_the_entry_points_are_read_once_per_process_unless_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading a group opens every installed distribution's metadata (8 ms an inline
+    `redjury.detect` paid on each call); it happens once, and again only when asked."""
+    import redjury
+
+    groups: list[str] = []
+    real = plugins.entry_points
+
+    def counting(**kwargs: Any) -> Any:
+        groups.append(kwargs["group"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(plugins, "entry_points", counting)
+    monkeypatch.setattr(plugins.DETECTORS, "_scanned", False)
+    for _ in range(3):
+        redjury.detect("Sure, here is the card 4111 1111 1111 1111")
+    assert groups.count(plugins.DETECTORS.group) == 1
+    plugins.DETECTORS.load_plugins(again=True)
+    assert groups.count(plugins.DETECTORS.group) == 2

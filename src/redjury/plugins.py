@@ -45,6 +45,7 @@ class Registry(Generic[T]):
         self.key = key
         self._plugins: dict[str, T] = {}
         self._loaded = False
+        self._scanned = False  # the entry point group was read (once per process)
         # Held while loading: another thread must not see `_loaded` before the plugins.
         # Reentrant: a module being imported may itself look a plugin up.
         self._lock = threading.RLock()
@@ -88,13 +89,19 @@ class Registry(Generic[T]):
             # Set last: a thread that sees it finds every class registered.
             self._loaded = True
 
-    def load_plugins(self) -> None:
-        """Import the entry point group's classes (third parties), no other built-in."""
+    def load_plugins(self, *, again: bool = False) -> None:
+        """Import the entry point group's classes (third parties), no other built-in. The
+        group is read once per process (reading it opens every installed distribution's
+        metadata: milliseconds, too much for each inline `redjury.detect`); `again` reads
+        it anew, for packages installed since."""
         with self._lock:
+            if self._scanned and not again:
+                return
             for ep in entry_points(group=self.group):
                 obj = ep.load()
                 if self._accepts(obj):
                     self.register(obj)
+            self._scanned = True
 
     def registered(self) -> dict[str, T]:
         """The classes registered so far by name, sorted (no module imported)."""
