@@ -245,3 +245,7 @@ def test_the_entry_points_are_read_once_per_process_unless_asked_again(
     assert groups.count(plugins.DETECTORS.group) == 1
     plugins.DETECTORS.load_plugins(again=True)
     assert groups.count(plugins.DETECTORS.group) == 2
+    monkeypatch.setattr(plugins.PROVIDERS, "_entry_names", None)
+    for _ in range(3):
+        assert "OPENAI" in plugins.PROVIDERS.names()
+    assert groups.count(plugins.PROVIDERS.group) == 1

@@ -46,6 +46,7 @@ class Registry(Generic[T]):
         self._plugins: dict[str, T] = {}
         self._loaded = False
         self._scanned = False  # the entry point group was read (once per process)
+        self._entry_names: frozenset[str] | None = None  # its names, read once too
         # Held while loading: another thread must not see `_loaded` before the plugins.
         # Reentrant: a module being imported may itself look a plugin up.
         self._lock = threading.RLock()
@@ -97,6 +98,7 @@ class Registry(Generic[T]):
         with self._lock:
             if self._scanned and not again:
                 return
+            self._entry_names = None
             for ep in entry_points(group=self.group):
                 obj = ep.load()
                 if self._accepts(obj):
@@ -125,7 +127,9 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Every plugin's name without importing any: the built-in table's in its order, then
         what is registered already and the entry points' names, sorted."""
-        others = set(self._plugins) | {ep.name for ep in entry_points(group=self.group)}
+        if self._entry_names is None:
+            self._entry_names = frozenset(ep.name for ep in entry_points(group=self.group))
+        others = set(self._plugins) | self._entry_names
         return list(self.builtin_names) + sorted(others - set(self.builtin_names))
 
     def find(self, name: str) -> T | None:
