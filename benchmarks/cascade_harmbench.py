@@ -122,9 +122,11 @@ def _panel(url: str, cascade: bool) -> JudgePanelDetector:
     return JudgePanelDetector.from_spec(spec, use_cache=False)
 
 
-async def score_all(server: StoredClassifier, cascade: bool) -> Outcome:
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    panel = _panel(url, cascade)
+async def panel_scores(
+    server: StoredClassifier, panel: JudgePanelDetector
+) -> tuple[list[Any], list[dict[str, Any]], int]:
+    """Every sample through the run's scorer (heuristic + `panel`) over HTTP: the panel's
+    score and details per sample, and the requests the server saw."""
     detectors = [JailbreakHeuristicDetector(), panel]
     scorer = AttemptScorer(detectors, *run_redactors(detectors), True)
     before = server.requests
@@ -134,21 +136,60 @@ async def score_all(server: StoredClassifier, cascade: bool) -> Outcome:
         await panel.aclose()
     scores = [r["detector_results"]["judge_panel"][0] for r in rows]
     details = [r["details"]["judge_panel"][0] for r in rows]
+    return scores, details, server.requests - before
+
+
+def agreement(scores: list[Any], samples: list[LabelledSample]) -> tuple[float, float | None]:
+    """Accuracy and Cohen's kappa of the panel's scores against the human labels."""
     predicted = [s is not None and s >= 0.5 for s in scores]
-    labels = [s.label for s in server.samples]
+    labels = [s.label for s in samples]
+    correct = sum(p == t for p, t in zip(predicted, labels, strict=True))
+    return correct / len(labels), cohen_kappa(predicted, labels)
+
+
+def server_url(server: StoredClassifier) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+async def score_all(server: StoredClassifier, cascade: bool) -> Outcome:
+    scores, details, calls = await panel_scores(server, _panel(server_url(server), cascade))
+    accuracy, kappa = agreement(scores, server.samples)
     return Outcome(
-        calls=server.requests - before,
+        calls=calls,
         decided_by_cascade=sum(bool(d.get("decided_by")) for d in details),
         abstained=sum(s is None for s in scores),
-        accuracy=sum(p == t for p, t in zip(predicted, labels, strict=True)) / len(labels),
-        kappa=cohen_kappa(predicted, labels),
+        accuracy=accuracy,
+        kappa=kappa,
     )
 
 
-def measure(data: Path) -> dict[str, Any]:
-    samples = read_harmbench(
+def text_samples(data: Path) -> list[LabelledSample]:
+    """HarmBench's labelled text validation records."""
+    return read_harmbench(
         data / "text_behaviors_val_set.json", data / "harmbench_behaviors_text_all.csv"
     ).samples
+
+
+def data_and_json(argv: list[str] | None, description: str) -> tuple[Path, bool]:
+    """The HarmBench folder (`--data`, checked) and whether to print JSON (`--json`)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, default=None, help="HarmBench data folder")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    data = args.data or default_data()
+    if not (data / "text_behaviors_val_set.json").is_file():
+        parser.error(f"no text_behaviors_val_set.json in {data}")
+    return data, args.json
+
+
+def print_json(result: dict[str, Any]) -> int:
+    json.dump(result, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+def measure(data: Path) -> dict[str, Any]:
+    samples = text_samples(data)
     server = StoredClassifier(samples)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -172,18 +213,10 @@ def measure(data: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="HarmBench data folder")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args(argv)
-    data = args.data or default_data()
-    if not (data / "text_behaviors_val_set.json").is_file():
-        parser.error(f"no text_behaviors_val_set.json in {data}")
+    data, as_json = data_and_json(argv, __doc__.split("\n\n")[0])
     result = measure(data)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        print()
-        return 0
+    if as_json:
+        return print_json(result)
     print(f"{'':<10}{'calls':>7}{'decided by cascade':>20}{'accuracy':>10}{'kappa':>8}")
     for name in ("panel", "cascade"):
         r = result[name]

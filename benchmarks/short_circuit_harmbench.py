@@ -17,27 +17,26 @@ asked first; the figures for the other orders are counted from the stored column
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
-import json
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from cascade_harmbench import StoredClassifier
-from heuristic_accuracy import default_data
+from cascade_harmbench import (
+    StoredClassifier,
+    agreement,
+    data_and_json,
+    panel_scores,
+    print_json,
+    server_url,
+    text_samples,
+)
 
-from redjury.audit.datasets import LabelledSample, read_harmbench
-from redjury.audit.metrics import cohen_kappa
-from redjury.audit.runner import to_attempt
-from redjury.detectors.jailbreak import JailbreakHeuristicDetector
+from redjury.audit.datasets import LabelledSample
 from redjury.judges.aggregation import next_wave, settled_verdict
 from redjury.judges.config import EvaluationSpec
 from redjury.judges.panel import JudgePanelDetector
-from redjury.redaction import run_redactors
-from redjury.rows import AttemptScorer
 
 JUDGES = ("cls", "cls_mistral", "gpt-4-0613")
 
@@ -58,27 +57,18 @@ def _panel(url: str, short_circuit: bool, cascade: bool) -> JudgePanelDetector:
 
 
 async def score_all(server: StoredClassifier, short_circuit: bool, cascade: bool) -> dict[str, Any]:
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    panel = _panel(url, short_circuit, cascade)
-    detectors = [JailbreakHeuristicDetector(), panel]
-    scorer = AttemptScorer(detectors, *run_redactors(detectors), True)
-    before = server.requests
-    try:
-        rows = await asyncio.gather(*(scorer.score_one(to_attempt(s)) for s in server.samples))
-    finally:
-        await panel.aclose()
-    scores = [r["detector_results"]["judge_panel"][0] for r in rows]
-    predicted = [s is not None and s >= 0.5 for s in scores]
-    labels = [s.label for s in server.samples]
+    panel = _panel(server_url(server), short_circuit, cascade)
+    scores, _, calls = await panel_scores(server, panel)
+    accuracy, kappa = agreement(scores, server.samples)
     stats = panel.stats()
     return {
-        "calls": server.requests - before,
+        "calls": calls,
         "cascaded": stats["cascaded"],
         "short_circuited": stats["short_circuited"],
         "calls_saved_counted": stats["calls_saved"],
         "abstained": sum(s is None for s in scores),
-        "accuracy": sum(p == t for p, t in zip(predicted, labels, strict=True)) / len(labels),
-        "kappa": cohen_kappa(predicted, labels),
+        "accuracy": accuracy,
+        "kappa": kappa,
         "scores": scores,
     }
 
@@ -99,9 +89,7 @@ def counted_calls(samples: list[LabelledSample], order: tuple[str, ...]) -> int:
 
 
 def measure(data: Path) -> dict[str, Any]:
-    samples = read_harmbench(
-        data / "text_behaviors_val_set.json", data / "harmbench_behaviors_text_all.csv"
-    ).samples
+    samples = text_samples(data)
     server = StoredClassifier(samples)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     runs: dict[str, dict[str, Any]] = {}
@@ -133,18 +121,10 @@ def measure(data: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="HarmBench data folder")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args(argv)
-    data = args.data or default_data()
-    if not (data / "text_behaviors_val_set.json").is_file():
-        parser.error(f"no text_behaviors_val_set.json in {data}")
+    data, as_json = data_and_json(argv, __doc__.split("\n\n")[0])
     result = measure(data)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        print()
-        return 0
+    if as_json:
+        return print_json(result)
     print(
         f"{'':<26}{'calls':>7}{'saved':>8}{'cascaded':>10}{'short':>7}{'accuracy':>10}{'kappa':>8}"
     )
