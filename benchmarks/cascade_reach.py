@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from heuristic_accuracy import default_data
@@ -81,17 +82,25 @@ def reach(rows: list[tuple[str, str, bool, bool]]) -> list[tuple[str, int, float
     return table
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def each_set(
+    argv: list[str] | None, description: str
+) -> Iterator[list[tuple[str, str, bool, bool]]]:
+    """The text, then the multimodal validation records of the HarmBench folder (`--data`),
+    each announced by a line with its size."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, default=None, help="HarmBench data folder")
-    args = parser.parse_args(argv)
-    data = args.data or default_data()
+    data = parser.parse_args(argv).data or default_data()
     for multimodal in (False, True):
         rows = records(data, multimodal)
         label = "multimodal" if multimodal else "text"
         print(
             f"HarmBench {label} validation: {len(rows)} records, {sum(r[2] for r in rows)} positive"
         )
+        yield rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    for rows in each_set(argv, __doc__.split("\n\n")[0]):
         for name, saved, change in reach(rows):
             print(f"  {name:<42}{saved:>5} ({saved / len(rows):6.1%}) {change:+6.2f} pt")
     return 0

@@ -15,12 +15,9 @@ Accuracy and Cohen's κ are against the human majority.
 
 from __future__ import annotations
 
-import argparse
 import re
-from pathlib import Path
 
-from cascade_reach import kind, records
-from heuristic_accuracy import default_data
+from cascade_reach import each_set, kind
 
 from redjury.attempts import Attempt
 from redjury.audit.metrics import cohen_kappa
@@ -97,16 +94,7 @@ def figures(rows: list[tuple[str, str, bool, bool]]) -> list[tuple[str, int, flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="HarmBench data folder")
-    args = parser.parse_args(argv)
-    data = args.data or default_data()
-    for multimodal in (False, True):
-        rows = records(data, multimodal)
-        label = "multimodal" if multimodal else "text"
-        print(
-            f"HarmBench {label} validation: {len(rows)} records, {sum(r[2] for r in rows)} positive"
-        )
+    for rows in each_set(argv, __doc__.split("\n\n")[0]):
         base = None
         for name, saved, accuracy, kappa in figures(rows):
             base = accuracy if base is None else base
