@@ -15,11 +15,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from importlib import import_module
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 C = TypeVar("C")
+
+_read_lock = threading.Lock()
+_installed: dict[str, tuple[EntryPoint, ...]] | None = None
+
+
+def group_entry_points(group: str, *, again: bool = False) -> tuple[EntryPoint, ...]:
+    """One entry point group of the installed distributions. Their metadata are read once
+    per process for every group together: one read opens every distribution's metadata
+    (about 35 ms with 170 installed, whatever the group), and a run asks for several groups.
+    `again` reads them anew, for packages installed since."""
+    global _installed
+    with _read_lock:
+        if _installed is None or again:
+            every = entry_points()
+            _installed = {name: tuple(every.select(group=name)) for name in every.groups}
+        return _installed.get(group, ())
 
 
 class Registry(Generic[T]):
@@ -94,12 +110,12 @@ class Registry(Generic[T]):
         """Import the entry point group's classes (third parties), no other built-in. The
         group is read once per process (reading it opens every installed distribution's
         metadata: milliseconds, too much for each inline `redjury.detect`); `again` reads
-        it anew, for packages installed since."""
+        the installed packages anew, for those installed since."""
         with self._lock:
             if self._scanned and not again:
                 return
             self._entry_names = None
-            for ep in entry_points(group=self.group):
+            for ep in group_entry_points(self.group, again=again):
                 obj = ep.load()
                 if self._accepts(obj):
                     self.register(obj)
@@ -128,7 +144,7 @@ class Registry(Generic[T]):
         """Every plugin's name without importing any: the built-in table's in its order, then
         what is registered already and the entry points' names, sorted."""
         if self._entry_names is None:
-            self._entry_names = frozenset(ep.name for ep in entry_points(group=self.group))
+            self._entry_names = frozenset(ep.name for ep in group_entry_points(self.group))
         others = set(self._plugins) | self._entry_names
         return list(self.builtin_names) + sorted(others - set(self.builtin_names))
 
