@@ -379,9 +379,18 @@ def test_rerun_resumes_from_the_report_as_the_local_engine_does(tmp_path: Path) 
     assert_same_run(tmp_path / "local", out, hitlog_in_order=False)
 
 
-def test_rerun_of_parquet_skips_attempts_already_in_shards(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spilling", [False, True])
+def test_rerun_of_parquet_skips_attempts_already_in_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spilling: bool
+) -> None:
+    """The rerun judges only what was added and copies each kept attempt once. Spilling:
+    the resume's id sets (the kept ids, those from shards, the input's, those copied into
+    the report) move to disk after 3 ids each, into a 64-bit filter (every lookup a "maybe"
+    the table answers); all four share one filter and one table file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from redjury import idstore
 
     rows = attempts(3000)
     table = pa.Table.from_pylist([{**r, "notes": json.dumps(r["notes"])} for r in rows])
@@ -393,8 +402,19 @@ def test_rerun_of_parquet_skips_attempts_already_in_shards(tmp_path: Path) -> No
     go([lake], out, "ray", keep_shards=True)
     assert (out / "redjury.shards").is_dir()
     pq.write_table(table.slice(1200), lake / "part-1.parquet")
+    opened: list[object] = []
+    if spilling:
+        # IdStore's defaults (spill_at, bloom_bits, beside): every store the driver makes.
+        monkeypatch.setattr(idstore.IdStore.__init__, "__defaults__", (3, 64, None))
+        open_spill = idstore._Spill.open
+        monkeypatch.setattr(idstore._Spill, "open", lambda s: opened.append(s) or open_spill(s))
     result = go([lake], out, "ray")
     assert (result.attempts_resumed, result.attempts_scored) == (1200, 1800)
+    assert len(opened) == spilling
+    ids = [
+        r["id"] for r in read_jsonl(out / "redjury.report.jsonl") if r["entry_type"] == "attempt"
+    ]
+    assert sorted(ids) == [r["id"] for r in rows]
     go([write_jsonl(tmp_path / "all.jsonl", rows)], tmp_path / "local", "local")
     assert comparable(tmp_path / "local")["evals"] == comparable(out)["evals"]
 
