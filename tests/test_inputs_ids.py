@@ -74,6 +74,33 @@ def test_stores_side_by_side_answer_as_two_dicts_do(
     first.close()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.one_of(IDS, st.none())), max_size=80))
+def test_a_store_made_beside_after_another_closed_takes_no_open_stores_table(
+    steps: list[tuple[int, str | None]],
+) -> None:
+    """Three stores on one spill, as a run's passes come and go: a step without an id
+    closes one and makes a new one beside another in its place. The new store's table
+    and salt are never an open store's, and every answer of every store stays exact."""
+    first = _small(IdStore)
+    stores, models = [first, first.beside(), first.beside()], [{}, {}, {}]
+    for n, (which, key) in enumerate(steps):
+        if key is None:
+            stores[which].close()
+            stores[which], models[which] = stores[which - 1].beside(), {}
+        else:
+            assert stores[which].add(key, f"v{n}") == (key not in models[which])
+            models[which].setdefault(key, f"v{n}")
+        assert len({s._table for s in stores}) == 3
+        assert all(s._shared is stores[0]._shared for s in stores)
+        for s, m in zip(stores, models, strict=True):
+            assert len(s) == len(m)
+            for k in set().union(*models):
+                assert s.find(k) == ((True, m[k]) if k in m else (False, None))
+    for s in stores:
+        s.close()
+
+
 def test_a_resumes_gate_holds_one_filter_and_one_table_file_for_both_id_sets() -> None:
     """Issue 45: a resume reads its kept ids into `done`, then every id again into the
     gate's own set. Each store with its own 16 MiB filter and page cache made a resume's

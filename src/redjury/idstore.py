@@ -48,7 +48,10 @@ class _Spill:
     def __init__(self, bloom_bits: int) -> None:
         self.mask = bloom_bits - 1
         assert bloom_bits & self.mask == 0, "the filter's size is a power of two"
+        # The stores open on it, and all that ever joined: a store's number (its table and
+        # salt) is never one an open store has, even after another store closed.
         self.stores = 0
+        self.joined = 0
         self.bloom: np.ndarray | None = None
         self.bits: memoryview | None = None
         self.db: sqlite3.Connection | None = None
@@ -56,7 +59,8 @@ class _Spill:
     def join(self) -> int:
         """A new store's number in this spill (0 for the first)."""
         self.stores += 1
-        return self.stores - 1
+        self.joined += 1
+        return self.joined - 1
 
     def open(self) -> None:
         import numpy as np

@@ -18,7 +18,14 @@ ray = pytest.importorskip("ray", reason="the Ray engine needs pip install 'redju
 
 from fault_server import FaultServer, Reply, Status, by_model  # noqa: E402
 from judge_specs import judge  # noqa: E402
-from redjury_testing import REPO, read_jsonl, redjury, write_jsonl  # noqa: E402
+from redjury_testing import (  # noqa: E402
+    REPO,
+    messy_lines,
+    read_jsonl,
+    redjury,
+    run_with_own_ray,
+    write_jsonl,
+)
 
 from redjury.config import parse_config  # noqa: E402
 from redjury.engines import run  # noqa: E402
@@ -120,19 +127,9 @@ def test_example_data_gives_the_single_process_report(tmp_path: Path) -> None:
 
 
 def messy(n: int) -> list[dict[str, Any] | str]:
-    """Attempts with bad lines, blank lines and repeated ids among them."""
-    lines: list[dict[str, Any] | str] = []
-    for i, row in enumerate(attempts(n)):
-        lines.append(row)
-        if i % 37 == 5:
-            lines.append("{not json")
-        if i % 53 == 7:
-            lines.append({"id": f"bad{i}", "outputs": "not a list"})
-        if i % 41 == 3:
-            lines.append("   ")
-        if i in (n // 2, n - 2):
-            lines.append(attempts(4)[3])  # a duplicate id, chunks away from its first line
-    return lines
+    """Attempts with bad lines, blank lines and repeated ids among them (one id twice
+    more, chunks away from its first line)."""
+    return messy_lines(attempts(n), attempts(4)[3], after=(n // 2, n - 2))
 
 
 def report_lines(out: Path) -> dict[str, list[bytes]]:
@@ -379,9 +376,18 @@ def test_rerun_resumes_from_the_report_as_the_local_engine_does(tmp_path: Path) 
     assert_same_run(tmp_path / "local", out, hitlog_in_order=False)
 
 
-def test_rerun_of_parquet_skips_attempts_already_in_shards(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spilling", [False, True])
+def test_rerun_of_parquet_skips_attempts_already_in_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spilling: bool
+) -> None:
+    """The rerun judges only what was added and copies each kept attempt once. Spilling:
+    the resume's id sets (the kept ids, those from shards, the input's, those copied into
+    the report) move to disk after 3 ids each, into a 64-bit filter (every lookup a "maybe"
+    the table answers); all four share one filter and one table file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from redjury import idstore
 
     rows = attempts(3000)
     table = pa.Table.from_pylist([{**r, "notes": json.dumps(r["notes"])} for r in rows])
@@ -393,8 +399,19 @@ def test_rerun_of_parquet_skips_attempts_already_in_shards(tmp_path: Path) -> No
     go([lake], out, "ray", keep_shards=True)
     assert (out / "redjury.shards").is_dir()
     pq.write_table(table.slice(1200), lake / "part-1.parquet")
+    opened: list[object] = []
+    if spilling:
+        # IdStore's defaults (spill_at, bloom_bits, beside): every store the driver makes.
+        monkeypatch.setattr(idstore.IdStore.__init__, "__defaults__", (3, 64, None))
+        open_spill = idstore._Spill.open
+        monkeypatch.setattr(idstore._Spill, "open", lambda s: opened.append(s) or open_spill(s))
     result = go([lake], out, "ray")
     assert (result.attempts_resumed, result.attempts_scored) == (1200, 1800)
+    assert len(opened) == spilling
+    ids = [
+        r["id"] for r in read_jsonl(out / "redjury.report.jsonl") if r["entry_type"] == "attempt"
+    ]
+    assert sorted(ids) == [r["id"] for r in rows]
     go([write_jsonl(tmp_path / "all.jsonl", rows)], tmp_path / "local", "local")
     assert comparable(tmp_path / "local")["evals"] == comparable(out)["evals"]
 
@@ -465,22 +482,8 @@ def test_a_stale_address_file_is_ignored_and_a_stale_ray_address_refused(
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text.encode() in cmdline.read_bytes():
-                found.append(int(cmdline.parent.name))
-        except OSError:  # ended meanwhile
-            continue
-    return found
-
-
 def test_sigterm_keeps_the_finished_blocks_and_stops_the_local_ray(tmp_path: Path) -> None:
-    import signal
-    import subprocess
     import sys
-    import time
 
     rows = [{"id": f"b{i:03d}", "goal": "g", "outputs": [f"reply b{i:03d} end"]} for i in range(96)]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
@@ -493,7 +496,6 @@ def test_sigterm_keeps_the_finished_blocks_and_stops_the_local_ray(tmp_path: Pat
         early = any(f"reply {i} end" in req.messages[-1]["content"] for i in first_blocks)
         return Reply("no", delay=0.0 if early or release["now"] else 120.0)
 
-    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
     out = tmp_path / "out"
     with FaultServer() as server:
         server.set_script(script)
@@ -503,31 +505,18 @@ def test_sigterm_keeps_the_finished_blocks_and_stops_the_local_ray(tmp_path: Pat
         config.write_text(json.dumps({"detectors": [], "evaluation": evaluation}))
         cmd = [sys.executable, "-m", "redjury.cli", "run", str(src), "-c", str(config)]
         cmd += ["--engine", "ray", "--ray-workers", "1", "--no-cache", "-o", str(out)]
-        env = {**os.environ, "RAY_TMPDIR": str(temp), "NO_COLOR": "1"}
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 300
-            while len(list((out / "redjury.shards").glob("*.rows.jsonl"))) < 2:
-                assert proc.poll() is None and time.monotonic() < deadline, "no block finished"
-                time.sleep(0.1)
-            proc.send_signal(signal.SIGTERM)
-            _, stderr = proc.communicate(timeout=120)
-            assert proc.returncode == 143, stderr[-3000:]
+
+        def shards_now() -> list[Path]:
+            return list((out / "redjury.shards").glob("*.rows.jsonl"))
+
+        with run_with_own_ray(cmd) as run_:
+            run_.wait_until(lambda: len(shards_now()) >= 2, "no block finished")
+            stderr = run_.sigterm()
             assert "stopped by SIGTERM: 64 judged attempts are kept" in stderr, stderr[-3000:]
-            assert "Traceback" not in stderr, stderr[-8000:]
-            deadline = time.monotonic() + 60
-            while _processes_mentioning(str(temp)):  # the run's own Ray, its raylet and all
-                assert time.monotonic() < deadline, "the run's Ray outlived it"
-                time.sleep(0.2)
-            shards = [read_jsonl(p) for p in (out / "redjury.shards").glob("*.rows.jsonl")]
+            shards = [read_jsonl(p) for p in shards_now()]
             assert {r["id"] for rows_ in shards for r in rows_} == first_blocks
             release["now"] = True
-            again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-            assert again.returncode == 0, again.stderr[-3000:]
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            shutil.rmtree(temp, ignore_errors=True)
+            run_.again()
     report = read_jsonl(out / "redjury.report.jsonl")
     ids = [r["id"] for r in report if r["entry_type"] == "attempt"]
     assert sorted(ids) == sorted(r["id"] for r in rows)
@@ -539,10 +528,7 @@ def test_sigterm_on_the_actor_path_keeps_the_chunks_written_and_the_rerun_comple
 ) -> None:
     """A chunk holds its actor; SIGTERM: the chunks before it are in the report (the local
     engine's message and exit status), the run's Ray ends with it, and a rerun resumes."""
-    import signal
-    import subprocess
     import sys
-    import time
 
     n = 20_000  # about 5 MB: a few chunks, the held one not the first
     src = write_jsonl(tmp_path / "in.jsonl", attempts(n))
@@ -551,36 +537,20 @@ def test_sigterm_on_the_actor_path_keeps_the_chunks_written_and_the_rerun_comple
     config = tmp_path / "c.json"
     stall = {"type": "stall_while_held", "hold": str(hold), "victim": f"a{n - 10:06d}"}
     config.write_text(json.dumps({"detectors": [{"type": "pii_leak"}, stall]}))
-    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
     out = tmp_path / "out"
     main = "import sys, ray_faults; from redjury.cli import main; main()"
     cmd = [sys.executable, "-c", main, "run", str(src), "-c", str(config), "--no-cache"]
     cmd += ["--engine", "ray", "--ray-workers", "2", "-o", str(out)]
-    env = {**os.environ, "RAY_TMPDIR": str(temp), "NO_COLOR": "1"}
     report = out / "redjury.report.jsonl"
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while not (report.exists() and report.stat().st_size > 500_000):
-            assert proc.poll() is None and time.monotonic() < deadline, "no chunk written"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=120)
-        assert proc.returncode == 143, stderr[-3000:]
-        assert "Traceback" not in stderr, stderr[-8000:]
+    with run_with_own_ray(cmd) as run_:
+        run_.wait_until(
+            lambda: report.exists() and report.stat().st_size > 500_000, "no chunk written"
+        )
+        stderr = run_.sigterm()
         kept = [r["id"] for r in read_jsonl(report) if r["entry_type"] == "attempt"]
         assert 0 < len(kept) < n and f"{len(kept)} judged attempts are kept" in stderr
-        deadline = time.monotonic() + 60
-        while _processes_mentioning(str(temp)):  # the run's own Ray, its raylet and all
-            assert time.monotonic() < deadline, "the run's Ray outlived it"
-            time.sleep(0.2)
         hold.unlink()
-        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-        assert again.returncode == 0, again.stderr[-3000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        shutil.rmtree(temp, ignore_errors=True)
+        run_.again()
     rows = read_jsonl(report)
     ids = [r["id"] for r in rows if r["entry_type"] == "attempt"]
     assert sorted(ids) == [r["id"] for r in attempts(n)]

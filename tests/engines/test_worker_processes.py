@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from redjury_testing import REPO, read_jsonl, rows_of, write_jsonl
+from redjury_testing import REPO, messy_lines, read_jsonl, rows_of, write_jsonl
 
 from redjury.config import parse_config
 from redjury.engines import processes, run
@@ -61,20 +61,10 @@ def attempt(i: int) -> dict[str, Any]:
     }
 
 
-def messy_lines(n: int) -> list[dict[str, Any] | str]:
-    """Attempts with bad lines, blank lines and a repeated id among them."""
-    lines: list[dict[str, Any] | str] = []
-    for i in range(n):
-        lines.append(attempt(i))
-        if i % 37 == 5:
-            lines.append("{not json")
-        if i % 53 == 7:
-            lines.append({"id": f"bad{i}", "outputs": "not a list"})
-        if i % 41 == 3:
-            lines.append("   ")
-        if i == n // 2:
-            lines.append(attempt(3))  # a duplicate id, far from its first line
-    return lines
+def messy(n: int) -> list[dict[str, Any] | str]:
+    """Attempts with bad lines, blank lines and a repeated id among them (far from its
+    first line)."""
+    return messy_lines((attempt(i) for i in range(n)), attempt(3), after=(n // 2,))
 
 
 def go(inputs: list[Path], out: Path, workers: int, **extra: Any) -> RunResult:
@@ -110,7 +100,7 @@ def workers_of(out: Path) -> int:
 
 
 def test_messy_redjury_input_gives_the_single_process_report(tmp_path: Path) -> None:
-    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(400))
+    src = write_jsonl(tmp_path / "in.jsonl", messy(400))
     # The last line has no newline: it is still a line of the last chunk.
     src.write_bytes(src.read_bytes() + json.dumps(attempt(999)).encode())
     one = go([src], tmp_path / "one", 1, skip_bad_lines=True)
@@ -131,7 +121,7 @@ def test_lines_too_long_for_the_shared_slot_come_whole(
     # A slot smaller than every chunk's lines, or than some: those chunks send them through
     # the pool, the others through the shared memory, and the files are the same.
     monkeypatch.setattr(processes, "SLOT_BYTES", slot_bytes)
-    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(200))
+    src = write_jsonl(tmp_path / "in.jsonl", messy(200))
     one = go([src], tmp_path / "one", 1, skip_bad_lines=True)
     two = go([src], tmp_path / "two", 2, skip_bad_lines=True)
     assert workers_of(tmp_path / "two") == 2
@@ -165,7 +155,7 @@ def test_hostile_bytes_give_the_single_process_report(tmp_path: Path) -> None:
 
 
 def test_bad_lines_refuse_the_input_with_the_same_error(tmp_path: Path) -> None:
-    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(300))
+    src = write_jsonl(tmp_path / "in.jsonl", messy(300))
     errors = []
     for workers in (1, 2):
         with pytest.raises(InputError) as caught:
@@ -220,7 +210,7 @@ def test_garak_report_gives_the_single_process_report(tmp_path: Path) -> None:
 
 
 def test_a_file_given_twice_is_numbered_from_line_one_each_time(tmp_path: Path) -> None:
-    src = write_jsonl(tmp_path / "in.jsonl", messy_lines(120))
+    src = write_jsonl(tmp_path / "in.jsonl", messy(120))
     go([src, src], tmp_path / "one", 1, skip_bad_lines=True)
     go([src, src], tmp_path / "two", 2, skip_bad_lines=True)
     assert comparable(tmp_path / "one") == comparable(tmp_path / "two")

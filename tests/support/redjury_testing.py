@@ -5,13 +5,17 @@ and `from redjury_testing import` would pick whichever was imported last."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,26 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any] | str]) -> Path:
         for row in rows:
             fh.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
     return path
+
+
+def messy_lines(
+    rows: Iterable[dict[str, Any]], repeated: dict[str, Any], after: Collection[int]
+) -> list[dict[str, Any] | str]:
+    """`rows` with bad lines, blank lines and repeated ids among them: after row i, a line
+    that is not JSON (i % 37 == 5), an attempt whose outputs are not a list (i % 53 == 7),
+    a blank line (i % 41 == 3) and, where i is in `after`, `repeated` (an id seen before)."""
+    lines: list[dict[str, Any] | str] = []
+    for i, row in enumerate(rows):
+        lines.append(row)
+        if i % 37 == 5:
+            lines.append("{not json")
+        if i % 53 == 7:
+            lines.append({"id": f"bad{i}", "outputs": "not a list"})
+        if i % 41 == 3:
+            lines.append("   ")
+        if i in after:
+            lines.append(repeated)
+    return lines
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -117,6 +141,69 @@ def start_run(
         preexec_fn=default_stop_signals,
     )
     return proc, cmd
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """The processes whose command line holds `text` (from /proc: Linux only)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:  # ended meanwhile
+            continue
+    return found
+
+
+@dataclass
+class RunWithOwnRay:
+    """A `redjury run --engine ray` in a child process, its Ray its own: started under a
+    RAY_TMPDIR of its own (`run_with_own_ray`), so its processes are told by that folder."""
+
+    cmd: list[str]
+    temp: Path
+    env: dict[str, str]
+    proc: subprocess.Popen[str]
+
+    def wait_until(self, done: Callable[[], bool], what: str) -> None:
+        """Poll `done` every 0.1 s while the run goes on, for 300 s at most (`what` fails)."""
+        deadline = time.monotonic() + 300
+        while not done():
+            assert self.proc.poll() is None and time.monotonic() < deadline, what
+            time.sleep(0.1)
+
+    def sigterm(self) -> str:
+        """Stop the run with SIGTERM: exit status 143, no traceback, and the run's Ray (its
+        raylet and all) gone with it within 60 s. Returns the run's stderr."""
+        self.proc.send_signal(signal.SIGTERM)
+        _, stderr = self.proc.communicate(timeout=120)
+        assert self.proc.returncode == 143, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-8000:]
+        deadline = time.monotonic() + 60
+        while processes_mentioning(str(self.temp)):
+            assert time.monotonic() < deadline, "the run's Ray outlived it"
+            time.sleep(0.2)
+        return stderr
+
+    def again(self) -> None:
+        """The same command run again, to its end (exit status 0)."""
+        again = subprocess.run(self.cmd, cwd=REPO, env=self.env, capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr[-3000:]
+
+
+@contextlib.contextmanager
+def run_with_own_ray(cmd: list[str]) -> Iterator[RunWithOwnRay]:
+    """`cmd` started under a short RAY_TMPDIR of its own (Ray's socket paths are short);
+    afterwards the run is killed if it still runs, and the folder removed."""
+    temp = Path(tempfile.mkdtemp(prefix="rj", dir="/tmp"))
+    env = {**os.environ, "RAY_TMPDIR": str(temp), "NO_COLOR": "1"}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        yield RunWithOwnRay(cmd, temp, env, proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def checked_records(records: list[Any]) -> list[Any]:

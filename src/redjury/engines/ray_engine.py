@@ -315,6 +315,7 @@ class RayRun(Run):
         self.actor_stats: dict[str, dict[str, dict[str, int]]] = {}
         self.stats: dict[str, dict[str, int]] = {}
         # Ids resumed from earlier sessions' shards (not in the report): `gather` copies them.
+        # Made beside the kept ids as a resume reads them (`replay_all`).
         self.from_shards = IdStore()
 
     def check_paths(self) -> None:
@@ -403,6 +404,9 @@ class RayRun(Run):
         id -> the kept row's content hash."""
         self.replay(state, tallies)
         done = state.attempt_hashes()
+        # Beside the kept ids (as the input gate's ids are, and `gather`'s beside these):
+        # one filter and one table file between them all, not one each.
+        self.from_shards = done.beside()
         resumed = self.resumed
         for path in self.shards.earlier():
             for row in read_rows(path):
@@ -523,7 +527,7 @@ class RayRun(Run):
         report = output.report
         report.flush()
         fh = report._fh  # type: ignore[union-attr]
-        written = IdStore()
+        written = self.from_shards.beside()
         for path in self.shards.earlier():
             with path.open("rb") as src:
                 for line in src:
@@ -531,6 +535,7 @@ class RayRun(Run):
                     if key is not None and key in self.from_shards and written.add(key):
                         fh.write(line)
         written.close()
+        self.from_shards.close()
         for block in range(self.merged):
             with self.shards_of(block, ROWS_SUFFIX).open("rb") as src:
                 shutil.copyfileobj(src, fh)
