@@ -1,7 +1,10 @@
 """A `redjury run` killed while its judge batch is in flight resumes that batch: the rerun
 polls and fetches the recorded batch and never uploads or creates another. Killed inside the
 create (the provider made the batch, the run never learned its id), the rerun finds the
-batch in the provider's listing by the intent recorded before the create, and adopts it."""
+batch in the provider's listing by the intent recorded before the create, and adopts it.
+Killed inside the upload (the provider kept the file, the run never learned its id), the
+rerun finds the file by its name and uploads nothing. A recorded file the provider no longer
+has is uploaded again from the kept spool, once; without the spool the requests abstain."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from batch_server import BatchServer
@@ -154,3 +158,117 @@ def test_ambiguous_listing_stops_the_run_without_resubmitting(tmp_path: Path) ->
         [intent] = json.loads((out / "judge_batches.json").read_bytes())["batches"]
         assert "id" not in intent
         assert KEY not in again.stderr + again.stdout
+
+
+def _ledger(out: Path) -> list[dict[str, Any]]:
+    batches: list[dict[str, Any]] = json.loads((out / "judge_batches.json").read_bytes())["batches"]
+    return batches
+
+
+def _killed_before_the_create(
+    tmp_path: Path, server: BatchServer, signum: int
+) -> tuple[Path, list[str], dict[str, str], dict[str, Any], str]:
+    """A run killed while its create waits at the server, whose file then goes (expired,
+    deleted by its owner); the held create then finds no file and makes nothing."""
+    attempts, config, env = _setup(tmp_path, server, "OPENAI")
+    server.delay_create = True
+    out = tmp_path / "out"
+    proc, cmd = start_run(attempts, config, out, env)
+    wait_for(lambda: len(server.requests("POST", "/v1/batches")) == 1)
+    [intent] = _ledger(out)
+    assert intent["input_file_id"] == "file-in-1" and "id" not in intent
+    stderr = _kill(proc, signum)
+    server.delete_file("file-in-1")
+    server.delay_create = False
+    return out, cmd, env, intent, stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_a_file_gone_before_the_create_is_uploaded_again_once(tmp_path: Path, signum: int) -> None:
+    with BatchServer(polls=1) as server:
+        out, cmd, env, intent, stderr = _killed_before_the_create(tmp_path, server, signum)
+        sent = (out / "judge_batches" / intent["spool"]).read_bytes()
+        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr
+        assert (server.uploads, server.creates) == (2, 1)
+        assert server.files["file-in-2"] == sent  # the same requests, under the same name
+        token = intent["token"]
+        assert f'filename="redjury-{token}.jsonl"'.encode() in server.requests("POST")[-2].body
+        assert f"file file-in-1 of intent {token} is gone at" in again.stderr
+        [entry] = _ledger(out)
+        assert (entry["token"], entry["input_file_id"], entry["id"]) == (
+            token,
+            "file-in-2",
+            "batch_1",
+        )
+        assert list((out / "judge_batches").glob("*")) == []
+        _check_verdicts_and_secrets(out, again.stderr + again.stdout + stderr)
+
+
+def test_a_file_gone_with_its_spool_abstains_and_says_what_to_do(tmp_path: Path) -> None:
+    with BatchServer(polls=1) as server:
+        out, cmd, env, intent, _ = _killed_before_the_create(tmp_path, server, signal.SIGKILL)
+        (out / "judge_batches" / intent["spool"]).unlink()
+        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert again.returncode == 5, again.stderr  # the judges' verdicts are missing
+        assert (server.uploads, server.creates) == (1, 0)
+        rows = rows_of(out / "redjury.report.jsonl", "attempt")
+        assert len(rows) == N
+        for row in rows:
+            assert row["detector_results"].get("judge_panel") in (None, [None]), row
+            assert "batch_input_gone" in json.dumps(row["details"]), row["details"]
+        todo = "run into a new --out folder to judge them in a new batch (and delete intent "
+        assert f"{todo}{intent['token']} from {out / 'judge_batches.json'})" in again.stderr
+        [kept] = _ledger(out)
+        assert "id" not in kept and kept | {"intent_at": 0} == intent | {"intent_at": 0}
+        # Done as it says: the requests go in a new batch, answered.
+        fresh = tmp_path / "fresh"
+        last = subprocess.run(
+            [*cmd[:-1], str(fresh)], cwd=REPO, env=env, capture_output=True, text=True
+        )
+        assert last.returncode == 0, last.stderr
+        assert (server.uploads, server.creates) == (2, 1)
+        _check_verdicts_and_secrets(fresh, last.stderr + last.stdout + again.stderr)
+
+
+@pytest.mark.parametrize(
+    ("signum", "twin"), [(signal.SIGKILL, False), (signal.SIGTERM, False), (signal.SIGKILL, True)]
+)
+def test_run_killed_inside_the_upload_adopts_the_file(
+    tmp_path: Path, signum: int, twin: bool
+) -> None:
+    """The upload reached the server, its answer never reached the run: the rerun finds the
+    file by the intent's name (purpose and size too) and uploads nothing; two such files
+    cannot be told apart, so it adopts neither and uploads once, saying so."""
+    with BatchServer(polls=1) as server:
+        attempts, config, env = _setup(tmp_path, server, "OPENAI")
+        server.stall_upload = True
+        out = tmp_path / "out"
+        proc, cmd = start_run(attempts, config, out, env)
+        wait_for(lambda: server.uploads == 1)
+        [intent] = _ledger(out)
+        assert "input_file_id" not in intent and intent["requests"] == N
+        stderr = _kill(proc, signum)
+        server.stall_upload = False
+        name = f"redjury-{intent['token']}.jsonl"
+        # Others' files on the same key, before and after, fill more than one listing page.
+        server.add_file(name, server.files["file-in-1"][:-1])  # not the same size
+        server.add_file("redjury-other.jsonl", server.files["file-in-1"])
+        if twin:
+            server.add_file(name, server.files["file-in-1"])
+        server.page_cap = 2
+        again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr
+        assert (server.uploads, server.creates) == (2 if twin else 1, 1)
+        listed = [r for r in server.requests("GET", "/v1/files") if r.path == "/v1/files"]
+        assert len(listed) >= 2 and all("purpose=batch" in r.query for r in listed)
+        [entry] = _ledger(out)
+        if twin:
+            said = f"2 files named {name} (file-other-4, file-in-1): none adopted, uploaded again"
+            assert f"{said} as file-in-2" in again.stderr
+            assert entry["input_file_id"] == "file-in-2"
+        else:
+            assert f"file file-in-1 ({name}) adopted" in again.stderr
+            assert entry["input_file_id"] == "file-in-1"
+        assert entry["token"] == intent["token"] and entry["id"] == "batch_1"
+        _check_verdicts_and_secrets(out, again.stderr + again.stdout + stderr)

@@ -450,3 +450,129 @@ async def test_one_batch_two_intents_could_claim_stops(
     assert other in str(refused.value)
     assert batch_server.creates == 0
     assert [("id" in e) for e in ledger_of(tmp_path)] == [False, False]
+
+
+async def test_a_file_gone_before_the_create_is_uploaded_again(
+    batch_server, make_panel, monkeypatch, tmp_path, capsys
+):
+    """The provider lost the uploaded file before the create (expired, deleted): the create's
+    404 is confirmed by retrieving the file, the spool goes up again under the same name,
+    once, and the batch is created from it."""
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.drop_inputs = 1
+    panel = make_panel([batch_judge(batch_server.url + "/v1")])
+    found = await judge_all(panel, ["ZZYES here it is", "no, I will not"], tmp_path)
+    assert [f.verdict for f in found] == [Verdict.BROKE_THROUGH, Verdict.HELD]
+    assert [(r.method, r.path) for r in batch_server.log][:6] == [
+        ("POST", "/v1/files"),
+        ("POST", "/v1/batches"),
+        ("GET", "/v1/files/file-in-1"),
+        ("GET", "/v1/files"),
+        ("POST", "/v1/files"),
+        ("POST", "/v1/batches"),
+    ]
+    assert batch_server.log[3].query == "purpose=batch&limit=1000&order=desc"
+    assert (batch_server.uploads, batch_server.creates) == (2, 1)
+    [entry] = ledger_of(tmp_path)
+    assert (entry["input_file_id"], entry["id"]) == ("file-in-2", "batch_1")
+    name = f'filename="redjury-{entry["token"]}.jsonl"'.encode()
+    assert name in batch_server.log[0].body and name in batch_server.log[4].body
+    assert batch_server.log[5].json["input_file_id"] == "file-in-2"
+    err = capsys.readouterr().err
+    assert f"file file-in-1 of intent {entry['token']} is gone at" in err
+    assert list((tmp_path / "judge_batches").iterdir()) == []
+    assert_no_key(batch_server, tmp_path, err)
+
+
+async def test_a_create_refused_with_the_file_there_uploads_nothing(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    """A 400 or 404 from the create is a gone file only when the file is gone: with the file
+    there the requests abstain with the create's own cause and nothing goes up again."""
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.fail_creates, batch_server.fail_status = 1, 400
+    found = await judge_all(make_panel([batch_judge(batch_server.url + "/v1")]), ["a"], tmp_path)
+    [why] = found[0].details["abstained"].values()
+    assert why.startswith("HTTP 400 from") and why.endswith(": refused")
+    assert [(r.method, r.path) for r in batch_server.log][1:] == [
+        ("POST", "/v1/batches"),
+        ("GET", "/v1/files/file-in-1"),
+    ]
+    assert batch_server.uploads == 1
+
+
+def test_the_openai_sdk_reads_the_scripted_files(batch_server):
+    """The scripted Files API reads as the official client expects: listed newest first and
+    paged with `after`, filtered by purpose; an unknown file, or a create naming one, is a
+    NotFoundError."""
+    import io
+
+    import openai
+
+    client = openai.OpenAI(base_url=batch_server.url + "/v1", api_key="k", max_retries=0)
+    made = [
+        client.files.create(file=(f"r{n}.jsonl", io.BytesIO(b"{}\n" * n)), purpose="batch").id
+        for n in (1, 2, 3)
+    ]
+    batch_server.add_file("notes.txt", b"x", purpose="user_data")
+    first = client.files.list(purpose="batch", limit=2)
+    assert [f.id for f in first.data] == made[::-1][:2] and first.has_more
+    listed = list(client.files.list(purpose="batch", limit=2))
+    assert [(f.id, f.filename, f.bytes) for f in listed] == [
+        (made[n - 1], f"r{n}.jsonl", 3 * n) for n in (3, 2, 1)
+    ]
+    assert all(isinstance(f.created_at, int) and f.purpose == "batch" for f in listed)
+    assert client.files.delete(made[0]).deleted
+    with pytest.raises(openai.NotFoundError, match=f"No such File object: {made[0]}"):
+        client.files.retrieve(made[0])
+    with pytest.raises(openai.NotFoundError, match=f"No such File object: {made[0]}"):
+        client.batches.create(
+            input_file_id=made[0], endpoint="/v1/chat/completions", completion_window="24h"
+        )
+    assert batch_server.creates == 0
+
+
+@pytest.mark.parametrize("spool_kept", [True, False])
+async def test_a_failed_upload_leaves_its_intent(
+    batch_server, make_panel, monkeypatch, tmp_path, spool_kept
+):
+    """The intent is recorded before the upload: an upload that failed leaves it, and the
+    same requests asked again look for its file by name (none), then upload the kept spool,
+    once; without the spool (and no such file, so no batch) they go to a new intent."""
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.fail_uploads = 1
+    found = await judge_all(make_panel([batch_judge(batch_server.url + "/v1")]), ["a"], tmp_path)
+    assert found[0].verdict is Verdict.INCONCLUSIVE
+    [intent] = ledger_of(tmp_path)
+    assert "input_file_id" not in intent and "id" not in intent
+    if not spool_kept:
+        (tmp_path / "judge_batches" / intent["spool"]).unlink()
+    found = await judge_all(make_panel([batch_judge(batch_server.url + "/v1")]), ["a"], tmp_path)
+    assert found[0].verdict is Verdict.HELD
+    assert (batch_server.uploads, batch_server.creates) == (1, 1)
+    listings = [r for r in batch_server.requests("GET", "/v1/files") if r.path == "/v1/files"]
+    assert len(listings) == 1
+    entries = ledger_of(tmp_path)
+    if spool_kept:
+        [entry] = entries
+        assert entry["token"] == intent["token"] and entry["id"] == "batch_1"
+    else:
+        old, new = entries
+        assert "abandoned_at" in old and new["id"] == "batch_1" and new["token"] != old["token"]
+
+
+async def test_azure_finds_and_probes_files_with_its_api_version(
+    batch_server, make_panel, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    batch_server.drop_inputs = 1
+    spec = batch_judge(
+        batch_server.url, type="AZURE_OPENAI", deployment="judge-batch", api_version="2025-03-01"
+    )
+    found = await judge_all(make_panel([spec]), ["ZZYES ok"], tmp_path)
+    assert found[0].verdict is Verdict.BROKE_THROUGH
+    assert [(r.method, r.path, r.query) for r in batch_server.log[2:4]] == [
+        ("GET", "/openai/files/file-in-1", "api-version=2025-03-01"),
+        ("GET", "/openai/files", "api-version=2025-03-01&purpose=batch&limit=1000&order=desc"),
+    ]
+    assert (batch_server.uploads, batch_server.creates) == (2, 1)

@@ -11,9 +11,18 @@ request is logged (method, path, query, headers, body); `creates` counts batches
 The listings (`GET /v1/batches`, `GET /v1/messages/batches`) are newest first and paged as
 documented (`limit`/`after` with `has_more`, `last_id`; Anthropic `after_id`); `page_cap`
 lowers the largest page. With `stall_create` set, a create is made and then not answered
-until it is cleared (a client killed meanwhile never learns the id); the next
-`fail_creates` creates are refused (529) and make nothing. With `key` set, a
-request without it gets 401.
+until it is cleared (a client killed meanwhile never learns the id); with `delay_create`
+set, a create waits before it is read; the next `fail_creates` creates are refused (529)
+and make nothing (with `fail_status`, 529 unless set). The next `fail_uploads` uploads are refused (500) and store nothing.
+With `stall_upload` set, an upload is stored and then not answered until
+it is cleared. With `key` set, a request without it gets 401.
+
+Uploaded files are listed (`GET /v1/files`: `purpose`, `limit`, `order`, `after`, newest
+first by default), retrieved and deleted as the Files API reference describes; `uploads`
+counts uploads. A file that is not there (deleted, or dropped by `drop_inputs`, which deletes
+the input file of the next creates as they arrive, as an expiry would) is answered as the
+Files API answers an unknown file: 404, `invalid_request_error`, "No such File object: <id>";
+a create naming one gets the same and makes nothing.
 """
 
 from __future__ import annotations
@@ -65,12 +74,19 @@ class BatchServer:
         self.hold = False
         self.log: list[Logged] = []
         self.files: dict[str, bytes] = {}
+        # The uploaded files' objects (not the results files), in upload order.
+        self.file_objects: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, Batch] = {}
         self.creates = 0
         self.uploads = 0
         self.models = ["gpt-judge", "claude-j"]
         self.stall_create = False
         self.fail_creates = 0
+        self.fail_status = 529
+        self.delay_create = False
+        self.stall_upload = False
+        self.fail_uploads = 0
+        self.drop_inputs = 0
         self.page_cap: int | None = None
         self.key: str | None = None
         self.url = ""
@@ -128,13 +144,30 @@ class BatchServer:
         ):
             return web.json_response({"error": {"message": "invalid api key"}}, status=401)
         path = request.path.removeprefix("/openai").removeprefix("/v1")
+        if request.method == "POST" and path == "/files" and self.fail_uploads:
+            self.fail_uploads -= 1
+            return web.json_response({"error": {"message": "upload failed"}}, status=500)
         if request.method == "POST" and path == "/files":
-            return self._upload(request, body)
+            answer = self._upload(request, body)
+            while self.stall_upload:
+                await asyncio.sleep(0.02)
+            return answer
+        if request.method == "GET" and path == "/files":
+            return web.json_response(self._file_listing(request))
         if request.method == "POST" and path in ("/batches", "/messages/batches"):
+            while self.delay_create:
+                await asyncio.sleep(0.02)
             if self.fail_creates:
                 self.fail_creates -= 1
-                return web.json_response({"error": {"message": "overloaded"}}, status=529)
+                error = {"message": "overloaded" if self.fail_status == 529 else "refused"}
+                return web.json_response({"error": error}, status=self.fail_status)
             if path == "/batches":
+                file_id = json.loads(body)["input_file_id"]
+                if self.drop_inputs:
+                    self.drop_inputs -= 1
+                    self.delete_file(file_id)
+                if file_id not in self.file_objects:
+                    return _no_such_file(file_id, "input_file_id")
                 made = self._create_openai(request, json.loads(body))
             else:
                 made = self._create_anthropic(json.loads(body))
@@ -149,6 +182,13 @@ class BatchServer:
         parts = path.strip("/").split("/")
         if request.method == "GET" and parts[0] == "batches" and len(parts) == 2:
             return web.json_response(self._openai_status(self.batches[parts[1]]))
+        if parts[0] == "files" and len(parts) == 2 and request.method in ("GET", "DELETE"):
+            if parts[1] not in self.file_objects:
+                return _no_such_file(parts[1], "file_id")
+            if request.method == "DELETE":
+                self.delete_file(parts[1])
+                return web.json_response({"id": parts[1], "object": "file", "deleted": True})
+            return web.json_response(self.file_objects[parts[1]])
         if request.method == "GET" and parts[0] == "files" and parts[2:] == ["content"]:
             return web.Response(body=self.files[parts[1]], content_type="application/octet-stream")
         if request.method == "GET" and parts[:2] == ["messages", "batches"]:
@@ -197,6 +237,51 @@ class BatchServer:
         self.batches[batch_id] = batch
         return batch_id
 
+    # -- Files -------------------------------------------------------------------------
+    def add_file(self, filename: str, content: bytes, purpose: str = "batch") -> str:
+        """A file uploaded by someone else (or by another tool on the same key)."""
+        file_id = f"file-other-{len(self.file_objects) + 1}"
+        self._store(file_id, filename, content, purpose)
+        return file_id
+
+    def delete_file(self, file_id: str) -> None:
+        self.files.pop(file_id, None)
+        self.file_objects.pop(file_id, None)
+
+    def _store(self, file_id: str, filename: str, content: bytes, purpose: str) -> None:
+        self.files[file_id] = content
+        self.file_objects[file_id] = {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(content),
+            "created_at": int(time.time()),
+            "filename": filename,
+            "purpose": purpose,
+            "status": "processed",
+            "expires_at": None,
+            "status_details": None,
+        }
+
+    def _file_listing(self, request: web.Request) -> dict[str, Any]:
+        files = list(self.file_objects.values())
+        if request.query.get("order", "desc") == "desc":
+            files.reverse()
+        purpose = request.query.get("purpose")
+        files = [f for f in files if purpose is None or f["purpose"] == purpose]
+        after = request.query.get("after")
+        if after is not None:
+            files = files[[f["id"] for f in files].index(after) + 1 :]
+        cap = min(self.page_cap or 10**6, 10_000)
+        limit = min(int(request.query.get("limit", 10_000)), cap)
+        page = files[:limit]
+        return {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": len(files) > limit,
+        }
+
     # -- OpenAI ------------------------------------------------------------------------
     def _upload(self, request: web.Request, body: bytes) -> web.Response:
         # The body was read for the log; the form is parsed from it as a MIME message.
@@ -210,16 +295,9 @@ class BatchServer:
         content = upload.get_payload(decode=True)
         self.uploads += 1
         file_id = f"file-in-{self.uploads}"
-        self.files[file_id] = content
-        return web.json_response(
-            {
-                "id": file_id,
-                "object": "file",
-                "bytes": len(content),
-                "filename": upload.get_filename(),
-                "purpose": fields["purpose"].get_payload(decode=True).decode(),
-            }
-        )
+        purpose = fields["purpose"].get_payload(decode=True).decode()
+        self._store(file_id, upload.get_filename(), content, purpose)
+        return web.json_response(self.file_objects[file_id])
 
     def _create_openai(self, request: web.Request, body: dict[str, Any]) -> web.Response:
         self.creates += 1
@@ -376,6 +454,16 @@ class BatchServer:
                 result = {"type": fate}
             rows.append({"custom_id": cid, "result": result})
         return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+
+
+def _no_such_file(file_id: str, param: str) -> web.Response:
+    error = {
+        "message": f"No such File object: {file_id}",
+        "type": "invalid_request_error",
+        "param": param,
+        "code": None,
+    }
+    return web.json_response({"error": error}, status=404)
 
 
 def _anthropic_fate(params: dict[str, Any]) -> str:

@@ -9,10 +9,13 @@ abstains). The batch ids go to the run folder's `judge_batches.json` before any 
 run killed mid-batch resumes the same batches: a request whose id a recorded batch holds
 waits for that batch and is never sent again.
 
-Before each create an intent is recorded there (a token, the uploaded file, the request
-count, the time), and the token goes with the create (OpenAI/Azure `metadata`). A run stopped
-inside the create finds its batch in the provider's listing and adopts it; it creates only
-where the listing proves there is none, and stops (`BatchRefusal`) where it cannot tell.
+Before each upload and create an intent is recorded there (a token, the request count, the
+time, the spool), then the uploaded file; the token names the upload and goes with the create
+(OpenAI/Azure `metadata`). A run stopped inside the create finds its batch in the provider's
+listing and adopts it; it creates only where the listing proves there is none, and stops
+(`BatchRefusal`) where it cannot tell. A run stopped inside the upload finds the file by its
+name in the provider's file listing and adopts it rather than upload again; a recorded file
+the provider no longer has is uploaded again from the spool, kept until the batch id is.
 """
 
 from __future__ import annotations
@@ -59,7 +62,12 @@ CLOCK_SLACK_S = 120.0
 
 
 class BatchError(JudgeCallError):
-    """A batch call failed for good; every request it held abstains with this cause."""
+    """A batch call failed for good; every request it held abstains with this cause.
+    `status`: the HTTP status of the answer that said so, where one did."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class BatchRefusal(RedjuryError, ValueError):
@@ -145,12 +153,23 @@ class BatchWire:
         return url + ("&" if "?" in url else "?") + urlencode(params)
 
     after_param = "after"
+    # Whether the requests go up as a file the create names (OpenAI, Azure).
+    uploads = False
 
-    async def prepare(self, http: BatchHTTP, spool: Path, token: str) -> dict[str, Any]:
-        """What the create needs besides the spool (an uploaded file), as ledger fields."""
-        return {}
+    async def upload(self, http: BatchHTTP, spool: Path, token: str) -> str:
+        """Upload the spool under the intent's name; the file's id."""
+        raise NotImplementedError
 
-    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path) -> str:
+    async def find_upload(self, http: BatchHTTP, entry: dict[str, Any]) -> tuple[list[str], bool]:
+        """The ids of the files the provider lists as the intent's upload, and whether the
+        bounded listing reached back to the intent's time."""
+        raise NotImplementedError
+
+    async def file_gone(self, http: BatchHTTP, error: BatchError, file_id: str) -> bool:
+        """Whether a failed create failed because the provider no longer has `file_id`."""
+        return False
+
+    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path | None) -> str:
         """Create the batch of a recorded intent; its id."""
         raise NotImplementedError
 
@@ -232,17 +251,60 @@ class OpenAIBatchWire(BatchWire):
     def url(self, path: str) -> str:
         return self.base + path + self.query
 
-    async def prepare(self, http: BatchHTTP, spool: Path, token: str) -> dict[str, Any]:
+    uploads = True
+    # Files per page of the file listing: a page of file objects within MAX_CONTROL_BYTES.
+    file_page = 1000
+
+    async def upload(self, http: BatchHTTP, spool: Path, token: str) -> str:
         with open(spool, "rb") as f:
             form = aiohttp.FormData()
             form.add_field("purpose", "batch")
-            form.add_field(
-                "file", f, filename=f"redjury-{token}.jsonl", content_type="application/jsonl"
-            )
+            form.add_field("file", f, filename=upload_name(token), content_type="application/jsonl")
             uploaded = await http.call("POST", self.url("/files"), form, retry=False)
-        return {"input_file_id": _field(uploaded, "id", "the uploaded file")}
+        return _field(uploaded, "id", "the uploaded file")
 
-    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path) -> str:
+    def files_url(self, after: str | None) -> str:
+        params: dict[str, Any] = {"purpose": "batch", "limit": self.file_page, "order": "desc"}
+        if after:
+            params["after"] = after
+        url = self.url("/files")
+        return url + ("&" if "?" in url else "?") + urlencode(params)
+
+    async def find_upload(self, http: BatchHTTP, entry: dict[str, Any]) -> tuple[list[str], bool]:
+        # Newest first: the intent's upload is at most a few pages down, made after it.
+        want = (upload_name(entry["token"]), "batch", entry.get("bytes"))
+        since = float(entry["intent_at"]) - CLOCK_SLACK_S
+        found: list[str] = []
+        after = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await http.call("GET", self.files_url(after))
+            items = page.get("data")
+            if not isinstance(items, list):
+                raise BatchError(f"malformed response: the file listing of {public_url(self.base)}")
+            for item in (i for i in items if isinstance(i, dict)):
+                made = item.get("created_at")
+                if isinstance(made, int | float) and made < since:
+                    return found, True
+                if (item.get("filename"), item.get("purpose"), item.get("bytes")) == want:
+                    found += [item["id"]] if isinstance(item.get("id"), str) else []
+            if not page.get("has_more") or not items:
+                return found, True
+            after = page.get("last_id") or items[-1].get("id")
+        return found, False
+
+    async def file_gone(self, http: BatchHTTP, error: BatchError, file_id: str) -> bool:
+        # OpenAI answers a create naming a file it does not have as its Files API answers an
+        # unknown file: 404 `invalid_request_error` "No such File object: <id>" (400 from
+        # some deployments). Retrieving the file tells that apart from any other refusal.
+        if error.status not in (400, 404):
+            return False
+        try:
+            await http.call("GET", self.url(f"/files/{file_id}"))
+        except BatchError as probe:
+            return probe.status == 404
+        return False
+
+    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path | None) -> str:
         create = {
             "input_file_id": entry["input_file_id"],
             "endpoint": self.endpoint,
@@ -259,7 +321,10 @@ class OpenAIBatchWire(BatchWire):
         # The uploaded file is the intent's own: a batch made from it is the intent's.
         metadata = batch.get("metadata")
         token = metadata.get(TOKEN_KEY) if isinstance(metadata, dict) else None
-        return batch.get("input_file_id") == entry["input_file_id"] or token == entry["token"]
+        file_id = entry.get("input_file_id")
+        return (file_id is not None and batch.get("input_file_id") == file_id) or (
+            token == entry["token"]
+        )
 
     def created_at(self, batch: dict[str, Any]) -> float | None:
         made = batch.get("created_at")
@@ -362,8 +427,9 @@ class AnthropicBatchWire(BatchWire):
         except ValueError:
             return None
 
-    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path) -> str:
+    async def create(self, http: BatchHTTP, entry: dict[str, Any], spool: Path | None) -> str:
         # The requests as one JSON body, streamed from the spool to a file and from it.
+        assert spool is not None  # the queue creates from a kept spool only
         body_path = spool.with_suffix(".json")
         with open(spool, "rb") as src, open(body_path, "wb") as dst:
             dst.write(b'{"requests":[')
@@ -427,6 +493,11 @@ WIRES: dict[ConnectionType, type[BatchWire]] = {
 }
 
 
+def upload_name(token: str) -> str:
+    """The name an intent's upload goes by at the provider: how a resume finds it."""
+    return f"redjury-{token}.jsonl"
+
+
 def _field(obj: dict[str, Any], name: str, what: str) -> str:
     value = obj.get(name)
     if not isinstance(value, str) or not value:
@@ -477,7 +548,7 @@ class BatchHTTP:
                 return obj
             # An upload is not sent twice: its body was a file already read.
             if not retry or attempt == CONTROL_RETRIES or (400 <= status < 500 and status != 429):
-                raise BatchError(f"HTTP {status} from {public_url(url)}{_message(body)}")
+                raise BatchError(f"HTTP {status} from {public_url(url)}{_message(body)}", status)
             await asyncio.sleep(min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0))
         raise AssertionError("unreachable")
 
@@ -728,32 +799,96 @@ class BatchQueue:
             self._fail(sub, f"batch failed: {type(exc).__name__}: {exc}")
 
     async def _create(self, sub: _Submitted, spool: _Spool) -> None:
-        """Upload (OpenAI), record the intent (fsynced), create, record the batch id: a run
-        stopped between the create and its record finds the batch again (`_resume`)."""
-        token = uuid.uuid4().hex
-        keep = False
+        """Record the intent (fsynced), upload (OpenAI) and record the file, create, record
+        the batch id: a run stopped in between finds the file and the batch (`_resume`)."""
+        sub.entry = {
+            "queue": self.queue_key,
+            "judge": self.name,
+            "provider": self.wire.kind,
+            "token": uuid.uuid4().hex,
+            "intent_at": time.time(),
+            "requests": len(spool.ids),
+            "bytes": spool.size,
+            "custom_ids": spool.ids,
+        }
+        if self.folder is not None:  # kept until the batch id is recorded (`_made`)
+            sub.entry["spool"] = spool.path.name
         try:
-            made = await self.wire.prepare(self.http, spool.path, token)
-            sub.entry = {
-                "queue": self.queue_key,
-                "judge": self.name,
-                "provider": self.wire.kind,
-                "token": token,
-                **made,
-                "intent_at": time.time(),
-                "requests": len(spool.ids),
-                "custom_ids": spool.ids,
-            }
-            if self.folder is not None:  # removed once the batch id is recorded
-                sub.entry["spool"] = spool.path.name
-                # Anthropic's create reads it: kept for a resume that has to create.
-                keep = self.wire.creates_from_spool
             self.ledger.add(sub.entry)
-            self._made(sub, await self.wire.create(self.http, sub.entry, spool.path))
-            keep = False
+            if self.wire.uploads:
+                token = sub.entry["token"]
+                self._uploaded(sub, await self.wire.upload(self.http, spool.path, token))
+            self._made(sub, await self._create_batch(sub, spool.path))
         finally:
-            if not keep:
+            if self.folder is None:
                 spool.path.unlink(missing_ok=True)
+
+    def _uploaded(self, sub: _Submitted, file_id: str) -> None:
+        sub.entry["input_file_id"] = file_id
+        self.ledger.save()
+
+    async def _create_batch(self, sub: _Submitted, spool: Path | None) -> str:
+        """Create the recorded intent's batch; a file the provider no longer has (expired,
+        deleted) is uploaded again from the spool under the same token, once."""
+        try:
+            return await self.wire.create(self.http, sub.entry, spool)
+        except BatchError as exc:
+            gone = sub.entry.get("input_file_id")
+            if not gone or not await self.wire.file_gone(self.http, exc, gone):
+                raise
+        self.say(
+            f"judge {self.name}: file {gone} of intent {sub.entry['token']} is gone at "
+            f"{public_url(self.wire.base)}: uploading its requests again"
+        )
+        if not await self._upload(sub, spool, gone=gone):
+            cause = self._gone_cause(sub.entry, gone)
+            self.say(f"judge {self.name}: {cause}")
+            raise BatchError(cause)
+        return await self.wire.create(self.http, sub.entry, spool)
+
+    def _gone_cause(self, entry: dict[str, Any], file_id: str) -> str:
+        where = self.ledger.path or LEDGER_NAME
+        return (
+            f"batch_input_gone: file {file_id} holding these requests is gone at "
+            f"{public_url(self.wire.base)} and so is its spool ({entry.get('spool')}): no "
+            "batch of them was or can be made; run into a new --out folder to judge them in a "
+            f"new batch (and delete intent {entry['token']} from {where})"
+        )
+
+    async def _upload(self, sub: _Submitted, spool: Path | None, gone: str | None = None) -> bool:
+        """Give a recorded intent its file: the upload a stopped run made and never recorded
+        (the one the provider lists under the intent's name), else the spool uploaded now.
+        False where there is neither."""
+        entry = sub.entry
+        name = upload_name(entry["token"])
+        if "bytes" not in entry and spool is not None and spool.is_file():  # an older record
+            entry["bytes"] = spool.stat().st_size
+        try:
+            found, whole = await self.wire.find_upload(self.http, entry)
+        except BatchError as exc:
+            found, whole = [], False
+            self.say(f"judge {self.name}: the file listing failed ({exc}); not looking for {name}")
+        found = [f for f in found if f != gone]
+        if len(found) == 1:
+            self.say(f"judge {self.name}: file {found[0]} ({name}) adopted")
+            self._uploaded(sub, found[0])
+            return True
+        if spool is None or not spool.is_file():
+            return False
+        file_id = await self.wire.upload(self.http, spool, entry["token"])
+        self._uploaded(sub, file_id)
+        if len(found) > 1:
+            self.say(
+                f"judge {self.name}: {len(found)} files named {name} ({', '.join(found)}): "
+                f"none adopted, uploaded again as {file_id}"
+            )
+        elif not whole:
+            self.say(
+                f"judge {self.name}: the file listing of {public_url(self.wire.base)} ends "
+                f"before intent {entry['token']}: uploaded again as {file_id} (an upload of "
+                "a stopped run may be left there)"
+            )
+        return True
 
     def _made(self, sub: _Submitted, batch_id: str, how: str = "submitted") -> None:
         spool = sub.entry.pop("spool", None)
@@ -768,9 +903,34 @@ class BatchQueue:
         self.say(f"judge {self.name}: batch {batch_id} {how} ({count} requests)")
 
     async def _resume(self, sub: _Submitted) -> bool:
-        """An intent without a batch id (the run stopped inside its create): adopt the
-        provider's batch that is its, else create it now, else (nothing to create from)
-        send its requests again; False then. BatchRefusal when the listing names several."""
+        """An intent without a batch id (the run stopped inside its upload or create): adopt
+        the provider's batch that is its, else create it now (uploading first where the
+        upload was never recorded), else (nothing to create from) send its requests again;
+        False then. BatchRefusal when the listing names several."""
+        entry = sub.entry
+        name = entry.get("spool")
+        spool = self._work_dir() / str(name) if name else None
+        if spool is not None and not spool.is_file():
+            spool = None
+        if self.wire.uploads and "input_file_id" not in entry:
+            # Stopped before its file was recorded: no create was sent, no batch to find.
+            if not await self._upload(sub, spool):
+                self._abandon(sub)
+                return False
+        elif await self._adopt(sub):
+            return True
+        elif self.wire.creates_from_spool and spool is None:
+            self._abandon(sub)
+            return False
+        # The intent's time is the new create's: Anthropic's next resume matches by it.
+        entry["intent_at"] = time.time()
+        self.ledger.save()
+        self._made(sub, await self._create_batch(sub, spool))
+        return True
+
+    async def _adopt(self, sub: _Submitted) -> bool:
+        """Record the provider's batch of the intent as its own; False where the listing
+        proves there is none, BatchRefusal where it cannot tell which."""
         entry = sub.entry
         known = {b["id"] for b in self.ledger.batches if isinstance(b.get("id"), str)}
         try:
@@ -797,14 +957,6 @@ class BatchQueue:
         if found:
             self._made(sub, found[0]["id"], how="adopted")
             return True
-        spool = self._work_dir() / str(entry.get("spool", ""))
-        if not self.wire.creates_from_spool or (entry.get("spool") and spool.is_file()):
-            # The intent's time is the new create's: Anthropic's next resume matches by it.
-            entry["intent_at"] = time.time()
-            self.ledger.save()
-            self._made(sub, await self.wire.create(self.http, entry, spool))
-            return True
-        self._abandon(sub)
         return False
 
     def _refusal(self, entry: dict[str, Any], why: str) -> str:
