@@ -34,6 +34,19 @@ def test_probe_and_detector_names_are_printed_with_control_characters_escaped(
     assert "resuming\\x1b[2J\nsecond line" in text, "a message keeps its line breaks"
 
 
+@pytest.mark.parametrize("probe_len", [1, 39, 40, 41, 60])
+@pytest.mark.parametrize("detector_len", [1, 29, 30, 31, 50])
+def test_a_probe_and_its_detector_never_run_together(probe_len: int, detector_len: int) -> None:
+    probe, detector = "p" * probe_len, "d" * detector_len
+    out = io.StringIO()
+    row = {"probe": probe, "detector": detector, "passed": 1, "total_evaluated": 2}
+    TerminalPrinter(out, colour=False).eval_row(row)
+    head = out.getvalue().split(": FAIL", 1)[0]
+    assert head.split() == [probe, detector]
+    if probe_len < 40 or detector_len < 30:  # a space falls between them already
+        assert len(head) == max(40, probe_len) + max(30, detector_len), "garak's columns"
+
+
 def test_plain_names_are_printed_as_they_are() -> None:
     assert escape_control("dan.Dan_11_0 × intent") == "dan.Dan_11_0 × intent"
 

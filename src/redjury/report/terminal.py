@@ -146,7 +146,9 @@ class TerminalPrinter:
                     file=out,
                 )
         else:
-            line = f"{probe:<40}{detector:>30}: {self._outcome(passes, evals)}  ok on {passes:>4}/{evals:>4}"
+            # garak's columns; names that fill both still get a space between them.
+            gap = " " if len(probe) >= 40 and len(detector) >= 30 else ""
+            line = f"{probe:<40}{gap}{detector:>30}: {self._outcome(passes, evals)}  ok on {passes:>4}/{evals:>4}"
             if evals and failrate > 0.0:
                 line += f"   ({self._c(RED, 'attack success rate:')} {failrate:6.2f}%)"
             line += self._extras(row)
