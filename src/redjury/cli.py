@@ -151,6 +151,7 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         replaced = {e["type"] for e in extra_detectors}
         current = [d for d in current if d["type"] not in replaced] + extra_detectors
         data["detectors"] = current
+    data["reporting"] = with_writers(data.get("reporting", {}), overrides.pop("_writers", []))
     for dotted, value in overrides.items():
         if value is None:
             continue
@@ -160,6 +161,15 @@ def apply_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
         return parse_config(data, "command line")
     except ConfigError as exc:
         raise _fail("\n".join(exc.messages)) from None
+
+
+def with_writers(reporting: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """`--writer NAME`s added to the config's `reporting.writers`, but for one it names
+    already (with its settings)."""
+    entries = list(reporting.get("writers", []))
+    named = {entry["name"] for entry in entries}
+    entries += [{"name": n} for n in dict.fromkeys(names) if n not in named]
+    return {**reporting, "writers": entries} if entries else reporting
 
 
 def chosen_detectors(names: str, configured: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -300,6 +310,14 @@ def run(
     ] = None,
     html: Annotated[bool, typer.Option("--html", help="Also write redjury.report.html.")] = False,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    writer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--writer",
+            help="Also run this report writer, built-in or a plugin's (repeatable); its "
+            "settings, if it takes any, come from the config's reporting.writers.",
+        ),
+    ] = None,
     fail_on_asr: Annotated[
         float | None,
         typer.Option(
@@ -395,6 +413,7 @@ def run(
         extra.append({"type": "cost", "budget_tokens": budget_tokens})
     overrides["_detectors"] = extra
     overrides["_only_detectors"] = detectors
+    overrides["_writers"] = writer or []
     cfg = apply_overrides(cfg, overrides)
     out_dir = out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     if dry_run:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from redjury.config_files import (
     load_calibration,
@@ -28,6 +28,7 @@ from redjury.errors import RedjuryError
 from redjury.evaluators import load_evaluator
 from redjury.judges.config import EvaluationSpec
 from redjury.judges.config_checks import check_scoring_type
+from redjury.plugins import WRITERS
 
 #: Bootstrap resamples are held in memory at once (8 bytes each, a few arrays).
 MAX_BOOTSTRAP_ITERATIONS = 1_000_000
@@ -76,6 +77,33 @@ class EvaluatorSpec(_Strict):
 class DetectorMetric(_Strict):
     se: float = Field(ge=0.0, le=1.0, description="Sensitivity of the detector.")
     sp: float = Field(ge=0.0, le=1.0, description="Specificity of the detector.")
+
+
+class WriterEntry(BaseModel):
+    """One `reporting.writers` entry: a writer's name, or a mapping of `name` plus that
+    writer's own settings."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    name: str = Field(description="A registered report writer: built-in or a plugin's.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_alone(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if not isinstance(value, dict):
+            raise ValueError("give a writer's name, or a mapping with `name` and its settings")
+        return value
+
+
+class WriterRequest(NamedTuple):
+    """A file the `reporting` section asks for: the key asking (for messages), the
+    writer's registered name and its settings as given."""
+
+    key: str
+    name: str
+    settings: dict[str, Any]
 
 
 class ReportingSpec(_Strict):
@@ -134,6 +162,11 @@ class ReportingSpec(_Strict):
         None,
         description="Write JUnit XML (one test case per probe × detector) to this path; its folder must be creatable.",
     )
+    writers: list[WriterEntry] = Field(
+        default_factory=list,
+        description="Report writers to run at the end, built-in or a plugin's: each a name "
+        "(`html`) or `{name: NAME, SETTING: value}` (`{name: junit, path: out.xml}`).",
+    )
     fail_on_asr: float | dict[str, float] | None = Field(
         None,
         description="Exit 4 when a probe × detector attack-success rate exceeds this (a rate in [0, 1], or `{detector: rate}`).",
@@ -174,6 +207,22 @@ class ReportingSpec(_Strict):
             if not 0.0 <= rate <= 1.0:  # NaN fails this too
                 raise ValueError("a rate must be a number in [0, 1]")
         return value
+
+    def writer_requests(self) -> list[WriterRequest]:
+        """Every file asked for, each once: `html: true` (as `- html`) and `junit: PATH`
+        (as `- {name: junit, path: PATH}`) first, then `writers` in order."""
+        asked = [WriterRequest("reporting.html", "html", {})] if self.html else []
+        if self.junit:
+            asked.append(WriterRequest("reporting.junit", "junit", {"path": self.junit}))
+        for i, entry in enumerate(self.writers):
+            asked.append(
+                WriterRequest(f"reporting.writers[{i}]", entry.name, dict(entry.model_extra or {}))
+            )
+        unique: list[WriterRequest] = []
+        for request in asked:
+            if all(request[1:] != seen[1:] for seen in unique):
+                unique.append(request)
+        return unique
 
 
 class DetectorEntry(BaseModel):
@@ -263,6 +312,32 @@ def _detector_problems(
     return resolved, problems
 
 
+def _writer_problems(config: RunConfig) -> list[tuple[Loc, str]]:
+    """Each `reporting.writers` entry names a registered writer and gives it settings it
+    takes (the writer's `Settings` model)."""
+    problems: list[tuple[Loc, str]] = []
+    for i, entry in enumerate(config.reporting.writers):
+        loc: Loc = ("reporting", "writers", i)
+        try:
+            resolve_writer(entry.name, entry.model_extra or {})
+        except LookupError as exc:
+            problems.append((loc, str(exc)))
+        except ValidationError as exc:
+            problems.extend(_problems(exc, loc))
+    return problems
+
+
+def resolve_writer(name: str, settings: dict[str, Any]) -> tuple[type[Any], Any]:
+    """The registered writer `name` and its checked settings (an instance of its `Settings`);
+    LookupError naming every registered writer for an unknown name, ValidationError for
+    settings it does not take."""
+    writer = WRITERS.find(name)
+    if writer is None:
+        known = ", ".join(w.name for w in WRITERS.ordered())
+        raise LookupError(f"unknown report writer {name!r}; known: {known}")
+    return writer, writer.Settings.model_validate(settings)
+
+
 def _judge_problems(config: RunConfig) -> list[tuple[Loc, str]]:
     problems: list[tuple[Loc, str]] = []
     for i, judge in enumerate(config.evaluation.judges):
@@ -321,6 +396,7 @@ def parse_config(data: Any, source: str = "config", locate: Locate | None = None
         raise report(_problems(exc)) from None
     resolved, problems = _detector_problems(config)
     problems += _cascade_problems(config, resolved) + _judge_problems(config)
+    problems += _writer_problems(config)
     problems += check_named_files(config)
     if problems:
         raise report(problems)
@@ -409,7 +485,21 @@ def reference_markdown() -> str:
             lines.append(f"| `{name}` | | | no settings |")
         for key, default, meaning in rows:
             lines.append(f"| `{name}` | `{key}` | {default} | {meaning} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _writer_rows()) + "\n"
+
+
+def _writer_rows() -> list[str]:
+    lines = ["", "Report writer settings (`reporting.writers[]` entries: `name` plus these keys):"]
+    lines += ["", "| writer | key | default | meaning |", "| --- | --- | --- | --- |"]
+    for writer in WRITERS.ordered():
+        if not writer.__module__.startswith("redjury."):
+            continue  # plugins document themselves
+        rows = _model_rows(writer.Settings, "")
+        if not rows:
+            lines.append(f"| `{writer.name}` | | | no settings |")
+        for key, default, meaning in rows:
+            lines.append(f"| `{writer.name}` | `{key}` | {default} | {meaning} |")
+    return lines
 
 
 def check_named_files(config: RunConfig) -> list[tuple[Loc, str]]:

@@ -86,11 +86,12 @@ SYNC_BYTES = 8 << 20
 # Attempts being judged at once (their requests still queue behind the engine's limits).
 MAX_PENDING = 512
 # Reporting settings that only decide how results are shown, never what a row says: a
-# resume may change them, and so may any setting naming a report writer (`html`, `junit`:
-# `plugins.WRITERS`). Everything else in the config is part of the fingerprint.
+# resume may change them, and so may the writers asked for (`writers`, and the keys naming
+# a report writer, `html`, `junit`: `plugins.WRITERS`). Everything else in the config is
+# part of the fingerprint.
 _PRESENTATION = frozenset(
     {"show_z", "narrow", "fail_on_asr", "fail_on_errors"}
-    | {"max_abstention_rate", "allow_abstentions"}
+    | {"max_abstention_rate", "allow_abstentions", "writers"}
 )
 EXIT_INTERRUPTED = 130
 # How to start again when a run folder cannot be resumed.
@@ -773,7 +774,7 @@ class Run:
             (report.with_suffix(".tmp"), "this run's report"),
             (out_dir / HITLOG_NAME, "this run's hitlog"),
         ]
-        if self.config.reporting.html:
+        if any(r.name == "html" for r in self.config.reporting.writer_requests()):
             from redjury.report.html import HTML_NAME
 
             paths.append((out_dir / HTML_NAME, "this run's HTML report"))
@@ -781,7 +782,10 @@ class Run:
 
     def check_outputs(self) -> None:
         """No output may be an input, another output, or a symbolic link (exit 2 before
-        anything is written)."""
+        anything is written); every writer asked for is registered and takes its settings."""
+        from redjury.report.outputs import asked_writers
+
+        asked_writers(self.config.reporting)
         outputs = self.folder_outputs()
         for path in self.inputs.paths:
             for output, what in outputs:
@@ -790,11 +794,12 @@ class Run:
         for output, _ in outputs:
             if problem := output_problem(output, []):
                 raise RunError(f"{output}: {problem}")
-        junit = self.config.reporting.junit
-        if junit and outputs:
-            inputs = [(p, "an input file of this run") for p in self.inputs.paths]
-            if problem := output_problem(Path(junit), inputs + outputs):
-                raise RunError(f"--junit {junit}: {problem}")
+        inputs = [(p, "an input file of this run") for p in self.inputs.paths]
+        for key, name, settings in self.config.reporting.writer_requests():
+            junit = settings.get("path") if name == "junit" else None
+            if junit and outputs and (problem := output_problem(Path(junit), inputs + outputs)):
+                where = "--junit" if key == "reporting.junit" else f"{key}.path"
+                raise RunError(f"{where} {junit}: {problem}")
 
     def check_first(self) -> None:
         """A whole pass over the input before anything is judged (runs with judges: no

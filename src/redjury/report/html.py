@@ -18,7 +18,7 @@ from redjury.redaction import without_header_values, without_url_credentials
 from redjury.report.digest import HIT_LIMIT, ReportData, load_report
 from redjury.report.folder import write_replacing
 from redjury.report.summary import BREAKDOWN_INTERVALS
-from redjury.report.writer import ReportWriter
+from redjury.report.writer import ReportWriter, WriterSettings
 from redjury.stats.small_sample import correction_note, shown_interval
 
 HTML_NAME = "redjury.report.html"
@@ -663,13 +663,14 @@ def write_html(out_dir: Path, hit_limit: int = HIT_LIMIT) -> Path:
 
 @WRITERS.register
 class HtmlWriter(ReportWriter):
-    """The self-contained HTML report beside the JSONL (`reporting.html: true`)."""
+    """The self-contained HTML report beside the JSONL (`reporting.html: true`, or `html`
+    in `reporting.writers`)."""
 
     name = "html"
     hits = HIT_LIMIT
     needs_run_folder = True
 
-    def write(self, data: ReportData, setting: Any) -> Path:
+    def write(self, data: ReportData, settings: WriterSettings) -> Path:
         html = render_html(data)
         return write_replacing(
             data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")

@@ -7,10 +7,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator
+
+from redjury.config_files import writable_file_problem
 from redjury.plugins import WRITERS
 from redjury.report.digest import ReportData
 from redjury.report.folder import write_replacing
-from redjury.report.writer import ReportWriter
+from redjury.report.writer import ReportWriter, WriterSettings
 from redjury.stats.small_sample import shown_interval
 
 # Characters XML 1.0 cannot hold at all; a hostile output must not make the file unreadable.
@@ -94,11 +97,25 @@ def write_junit(data: ReportData, target: Path) -> Path:
     )
 
 
+class JUnitSettings(WriterSettings):
+    path: str = Field(description="Where the XML goes; its folder must be creatable.")
+
+    @field_validator("path")
+    @classmethod
+    def _writable(cls, value: str) -> str:
+        problem = writable_file_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
 @WRITERS.register
 class JUnitWriter(ReportWriter):
-    """A JUnit XML file for CI, one test case per probe × detector (`reporting.junit: PATH`)."""
+    """A JUnit XML file for CI, one test case per probe × detector (`reporting.junit: PATH`,
+    or `{name: junit, path: PATH}` in `reporting.writers`)."""
 
     name = "junit"
+    Settings = JUnitSettings
 
-    def write(self, data: ReportData, setting: Any) -> Path:
-        return write_junit(data, Path(setting))
+    def write(self, data: ReportData, settings: JUnitSettings) -> Path:
+        return write_junit(data, Path(settings.path))

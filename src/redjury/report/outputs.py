@@ -11,18 +11,20 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from redjury.config import ReportingSpec
-from redjury.plugins import WRITERS
+from pydantic import ValidationError
+
+from redjury.config import ConfigError, ReportingSpec, format_validation_error, resolve_writer
 from redjury.report.digest import ReportData, load_report, report_data
 from redjury.report.html import write_html as write_html
 from redjury.report.summary import print_summary as print_summary
 from redjury.report.terminal import escape_control
-from redjury.report.writer import ReportWriter
+from redjury.report.writer import ReportWriter, WriterSettings
 
 EXIT_GATE = 4
 
 __all__ = [
     "EXIT_GATE",
+    "asked_writers",
     "asr_gate_failures",
     "gate_code",
     "post_run",
@@ -56,7 +58,11 @@ def asr_gate_failures(evals: list[dict[str, Any]], limit: float | dict[str, floa
     return failures
 
 
-def _asked(reporting: ReportingSpec, writers: list[type[ReportWriter]]) -> bool:
+# A writer asked for, with its checked settings.
+Asked = tuple[type[ReportWriter], WriterSettings]
+
+
+def _asked(reporting: ReportingSpec, writers: list[Asked]) -> bool:
     """Whether any output or gate needs the report read back."""
     return bool(
         writers or reporting.fail_on_asr is not None or reporting.fail_on_errors is not None
@@ -66,11 +72,11 @@ def _asked(reporting: ReportingSpec, writers: list[type[ReportWriter]]) -> bool:
 def post_run(out_dir: Path, reporting: ReportingSpec, echo: Callable[[str], None]) -> int:
     """Write the requested outputs of a run folder and apply the gates; 4 when a gate
     trips, else 0."""
-    writers = _writers(reporting)
+    writers = asked_writers(reporting)
     if not _asked(reporting, writers):
         return 0  # nothing asked for: do not read the report back
-    data = load_report(out_dir, max((w.hits for w in writers), default=0))
-    _write(data, writers, reporting, echo)
+    data = load_report(out_dir, max((w.hits for w, _ in writers), default=0))
+    _write(data, writers, echo)
     return gate_code(data.evals, reporting, echo)
 
 
@@ -79,27 +85,32 @@ def post_run_rows(
 ) -> int:
     """`post_run` for a run judged in memory: the writers that need no run folder (JUnit,
     not the HTML report) and the gates."""
-    writers = [w for w in _writers(reporting) if not w.needs_run_folder]
+    writers = [(w, s) for w, s in asked_writers(reporting) if not w.needs_run_folder]
     if not _asked(reporting, writers):
         return 0
-    data = report_data(rows, Path("<memory>"), max((w.hits for w in writers), default=0))
-    _write(data, writers, reporting, echo)
+    data = report_data(rows, Path("<memory>"), max((w.hits for w, _ in writers), default=0))
+    _write(data, writers, echo)
     return gate_code(data.evals, reporting, echo)
 
 
-def _writers(reporting: ReportingSpec) -> list[type[ReportWriter]]:
-    """The registered writers whose `reporting` setting asks for their file."""
-    return [w for w in WRITERS.ordered() if getattr(reporting, w.name, None)]
+def asked_writers(reporting: ReportingSpec) -> list[Asked]:
+    """The writers `reporting` asks for, in its order, each with its checked settings; a
+    ConfigError for a bad entry (a config made in Python is not checked when it loads: a
+    run checks it here before judging)."""
+    asked: list[Asked] = []
+    for key, name, settings in reporting.writer_requests():
+        try:
+            asked.append(resolve_writer(name, settings))
+        except LookupError as exc:
+            raise ConfigError([f"{key}: {exc}"]) from None
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc, key)) from None
+    return asked
 
 
-def _write(
-    data: ReportData,
-    writers: list[type[ReportWriter]],
-    reporting: ReportingSpec,
-    echo: Callable[[str], None],
-) -> None:
-    for writer in writers:
-        echo(f"{writer.name}: {writer().write(data, getattr(reporting, writer.name))}")
+def _write(data: ReportData, writers: list[Asked], echo: Callable[[str], None]) -> None:
+    for writer, settings in writers:
+        echo(f"{writer.name}: {writer().write(data, settings)}")
 
 
 def gate_code(
