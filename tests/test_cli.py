@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from redjury_testing import REPO, redjury, rows_of
 
 from redjury.attempts import Attempt
@@ -171,3 +174,30 @@ def test_command_line_overrides_leave_what_the_file_did_not_set_unset(tmp_path: 
             update={"evaluator": loaded.evaluator.model_copy(update={"threshold": 0.25})}
         ).model_dump()
     )
+
+
+def test_runs_started_in_the_same_second_get_folders_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`runs/<time to the second>` was shared: the second run of a script resumed the first's
+    folder (or was refused as a different configuration)."""
+    from typer.testing import CliRunner
+
+    from redjury import cli
+
+    frozen = dt.datetime(2026, 12, 6, 5, 0, 0)
+    clock = SimpleNamespace(datetime=SimpleNamespace(now=lambda: frozen), UTC=dt.UTC)
+    monkeypatch.setattr(cli, "dt", clock)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    for detectors in ("pii_leak", "prompt_injection", "pii_leak"):
+        done = runner.invoke(cli.app, ["run", str(EXAMPLE), "--detectors", detectors])
+        assert done.exit_code == 0, done.output
+    dry = runner.invoke(cli.app, ["run", str(EXAMPLE), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    folders = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert folders == ["20261206-050000", "20261206-050000-2", "20261206-050000-3"]
+    for name, detector in zip(folders, ("pii_leak", "prompt_injection", "pii_leak"), strict=True):
+        rows = rows_of(tmp_path / "runs" / name / "redjury.report.jsonl", "eval")
+        assert {r["detector"] for r in rows} == {detector}
+    assert "runs/20261206-050000-4" in dry.output

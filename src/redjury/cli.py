@@ -415,7 +415,7 @@ def run(
     overrides["_only_detectors"] = detectors
     overrides["_writers"] = writer or []
     cfg = apply_overrides(cfg, overrides)
-    out_dir = out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = out or _new_run_folder("%Y%m%d-%H%M%S", claim=not dry_run)
     if dry_run:
         _dry_run(list(inputs), cfg, out_dir, skip_bad_lines)
         return
@@ -464,6 +464,25 @@ def _evaluate(inputs: list[Path], cfg: RunConfig, out_dir: Path, options: "RunOp
         why = "; ".join(result.judge_failures)
         raise _fail(f"the judges failed, their verdicts are missing: {why}", EXIT_JUDGES)
     return result.exit_code
+
+
+def _new_run_folder(stamp: str, *, claim: bool = True) -> Path:
+    """A folder of its own under runs/: the time to the second, then -2, -3, … where another
+    run started in the same second has it. Claimed by creating it, so two runs started at
+    once never share (and never resume) one; a dry run only names it."""
+    base = Path("runs") / dt.datetime.now().strftime(stamp)
+    for n in range(1, 10_000):
+        path = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        if not claim:
+            if not path.exists():
+                return path
+            continue
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return path
+    raise _fail(f"{base}: 10,000 run folders started in one second; give one with --out")
 
 
 def _dry_run(inputs: list[Path], cfg: RunConfig, out_dir: Path, skip_bad_lines: bool) -> None:
@@ -664,7 +683,7 @@ def audit(
         cfg = load_config(config)
     except ConfigError as exc:
         raise _fail("\n".join(exc.messages)) from None
-    out_dir = out or Path("runs") / dt.datetime.now().strftime("audit-%Y%m%d-%H%M%S")
+    out_dir = out or _new_run_folder("audit-%Y%m%d-%H%M%S")
     audited: str | Detector | None = detector
     if records:
         audited = _recorded(cfg, detector, records)
