@@ -51,7 +51,7 @@ LAYERS: Sequence[tuple[str, Sequence[str]]] = (
         + ("redjury.audit.wrappers",),
     ),
     # Above the verdict policies it names (a bad `evaluator.type` stops the config).
-    ("the run's configuration", ("redjury.config",)),
+    ("the run's configuration", ("redjury.config", "redjury.config_decisive")),
     ("report writers", ("redjury.report.*", "redjury.comparison", "redjury.comparison_parallel")),
     (
         "the run's stages",

@@ -32,13 +32,20 @@ import orjson
 
 from redjury.attempts import Attempt
 from redjury.config import RunConfig, resolve_detectors
+from redjury.config_decisive import (
+    DECISIVE_KEY,
+    decisive_settings,
+    refusal_detail,
+    secret_values,
+    stored_settings,
+)
+from redjury.config_decisive import fingerprint as settings_fingerprint
 from redjury.detectors.base import Detector
 from redjury.errors import RunError
 from redjury.evaluators import DetectorTally, Evaluator, RunTally, load_evaluator
 from redjury.idstore import IdStore
 from redjury.inputs import MAX_REPORTED_ERRORS, AttemptSource, InputSet, path_problem
 from redjury.interrupts import cause, exit_code, held
-from redjury.plugins import WRITERS
 from redjury.records import InputError, InputRecord, LineError
 from redjury.redaction import (
     Redactor,
@@ -85,14 +92,6 @@ FLUSH_AFTER_S = 1.0
 SYNC_BYTES = 8 << 20
 # Attempts being judged at once (their requests still queue behind the engine's limits).
 MAX_PENDING = 512
-# Reporting settings that only decide how results are shown, never what a row says: a
-# resume may change them, and so may the writers asked for (`writers`, and the keys naming
-# a report writer, `html`, `junit`: `plugins.WRITERS`). Everything else in the config is
-# part of the fingerprint.
-_PRESENTATION = frozenset(
-    {"show_z", "narrow", "fail_on_asr", "fail_on_errors"}
-    | {"max_abstention_rate", "allow_abstentions", "writers"}
-)
 EXIT_INTERRUPTED = 130
 # How to start again when a run folder cannot be resumed.
 FRESH_START = "choose another --out, or delete the folder"
@@ -176,25 +175,13 @@ class RunResult:
 
 
 def config_fingerprint(config: RunConfig) -> str:
-    """A hash of everything that decides a row of the report; a resume must match it.
+    """A hash of everything that decides a row of the report; a resume must match it
+    (`redjury.config_decisive` names which settings those are).
 
     Command-line overrides are applied to the config before this, so a resume with another
     `--eval-threshold` or bootstrap setting is refused like a changed config file.
     """
-    decisive = {
-        "detectors": None
-        if config.detectors is None
-        else [d.model_dump() for d in config.detectors],
-        "schema_dir": config.schema_dir,
-        "evaluation": config.evaluation.model_dump(mode="json", exclude={"audit"}),
-        "evaluator": config.evaluator.model_dump(mode="json"),
-        "reporting": config.reporting.model_dump(
-            mode="json", exclude=set(_PRESENTATION) | set(WRITERS.names())
-        ),
-    }
-    return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[
-        :16
-    ]
+    return settings_fingerprint(decisive_settings(config))
 
 
 def inputs_fingerprint(paths: Sequence[Path]) -> str:
@@ -401,9 +388,16 @@ class ResumeState:
             self.gate_row = row
 
     @classmethod
-    def read(cls, report_path: Path, fingerprint: str, inputs_key: str) -> ResumeState:
+    def read(
+        cls,
+        report_path: Path,
+        fingerprint: str,
+        inputs_key: str,
+        settings: dict[str, Any] | None = None,
+    ) -> ResumeState:
         """The rows to keep, once the report is shown to be from this very run: the same
-        configuration and the same input files (a changed attempt is found as it is read)."""
+        configuration and the same input files (a changed attempt is found as it is read).
+        `settings` (this run's, as kept in the header) lets a refusal name what differs."""
         if not report_path.exists():
             return cls()
         state = cls(path=report_path)
@@ -414,11 +408,7 @@ class ResumeState:
                 f"{report_path}: exists but is not a redjury report; choose another --out"
             )
         if state.header.get("config_fingerprint") != fingerprint:
-            raise RunError(
-                f"{report_path}: was written with a different configuration "
-                f"(fingerprint {state.header.get('config_fingerprint')} vs {fingerprint}); "
-                "resume it with the same config and flags, or choose another --out"
-            )
+            raise RunError(_config_refusal(report_path, state.header, fingerprint, settings))
         recorded = state.header.get("inputs_fingerprint")
         if recorded != inputs_key:
             why = (
@@ -442,6 +432,24 @@ class ResumeState:
 
     def gate(self) -> dict[str, Any] | None:
         return self.gate_row
+
+
+def _config_refusal(
+    report_path: Path, header: dict[str, Any], fingerprint: str, settings: dict[str, Any] | None
+) -> str:
+    """One line: the report was written under other decisive settings, and which ones (a
+    report from before they were kept: the two fingerprints), and by which redjury when
+    another wrote it (a build whose settings have other defaults)."""
+    detail = refusal_detail(header.get(DECISIVE_KEY), settings or {})
+    if detail is None:
+        detail = f"fingerprint {header.get('config_fingerprint')} vs {fingerprint}"
+    version = header.get("redjury_version")
+    if version != __version__:
+        detail += f"; written by redjury {version}, this is {__version__}"
+    return (
+        f"{report_path}: was written with a different configuration ({detail}); "
+        "resume it with the same config and flags, or choose another --out"
+    )
 
 
 def _report_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -834,7 +842,12 @@ class Run:
             raise RunError(str(exc)) from None
 
     def header(
-        self, fingerprint: str, inputs_key: str, seed: int, detectors: list[Detector]
+        self,
+        fingerprint: str,
+        inputs_key: str,
+        seed: int,
+        detectors: list[Detector],
+        settings: dict[str, Any],
     ) -> dict[str, Any]:
         markers, always = run_redactors(detectors)
         return always.apply(
@@ -850,6 +863,7 @@ class Run:
                         without_url_credentials(self.config.model_dump(mode="json"))
                     ),
                     "config_fingerprint": fingerprint,
+                    DECISIVE_KEY: settings,
                     "inputs_fingerprint": inputs_key,
                     "seed": seed,
                     "detectors": [d.name for d in detectors],
@@ -864,7 +878,9 @@ class Run:
     def open(self, detectors: list[Detector]) -> tuple[RunOutput, ResumeState, dict[str, Any]]:
         """Open the output, resuming what an earlier run into the same folder kept."""
         self.id_mask = id_redactor(*run_redactors(detectors), self.config.reporting.redact)
-        fingerprint = config_fingerprint(self.config)
+        decisive = decisive_settings(self.config)
+        fingerprint = settings_fingerprint(decisive)
+        kept = stored_settings(decisive, secret_values(detectors))
         inputs_key = inputs_fingerprint(self.inputs.paths)
         out_dir = self.options.out_dir
         if out_dir is not None:
@@ -872,12 +888,12 @@ class Run:
         state = (
             ResumeState()
             if out_dir is None
-            else ResumeState.read(out_dir / REPORT_NAME, fingerprint, inputs_key)
+            else ResumeState.read(out_dir / REPORT_NAME, fingerprint, inputs_key, kept)
         )
         seed = self.config.reporting.seed
         if seed is None:
             seed = (state.header or {}).get("seed", pysecrets.randbits(32))
-        header = state.header or self.header(fingerprint, inputs_key, seed, detectors)
+        header = state.header or self.header(fingerprint, inputs_key, seed, detectors, kept)
         for entry in header.get("stored_state") or ():
             self._say(describe_stored(entry))
         if out_dir is None:

@@ -24,6 +24,8 @@ class InitRow(TypedDict):
     config_path: str | None
     config: dict[str, Any]
     config_fingerprint: str
+    # The settings the fingerprint hashes, secrets masked (absent in older reports).
+    decisive_config: NotRequired[dict[str, Any]]
     inputs_fingerprint: str
     seed: int
     detectors: list[str]
