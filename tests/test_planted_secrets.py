@@ -376,3 +376,22 @@ def test_a_marker_in_an_attempt_id_reaches_no_file_and_the_rerun_resumes_it(
     assert refused.returncode == 2
     assert "input changed since the kept rows" in refused.stderr
     assert MARKER not in refused.stderr + refused.stdout
+
+
+def test_a_short_configured_marker_is_masked_whole_in_the_report_header(tmp_path: Path) -> None:
+    """Text masking skips values under four characters; the header's copy of the config
+    listed such a marker as it was."""
+    short = "Qz7"
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "outputs": ["nothing to see"]}])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"detectors:\n  - type: prompt_injection\n    markers: [{short}, {MARKER}]\n",
+        encoding="utf-8",
+    )
+    run = redjury("run", src, "--config", cfg, "--out", tmp_path / "out")
+    assert run.returncode == 0, run.stderr
+    header = (tmp_path / "out" / "redjury.report.jsonl").read_text(encoding="utf-8")
+    header = header.splitlines()[0]
+    assert short not in header and MARKER not in header
+    init = json.loads(header)
+    assert init["config"]["detectors"][0]["markers"] == ["****", "****"]

@@ -50,7 +50,6 @@ from redjury.records import InputError, InputRecord, LineError
 from redjury.redaction import (
     Redactor,
     run_redactors,
-    without_header_values,
     without_url_credentials,
 )
 from redjury.report.digest import DigestBuilder, judge_savings
@@ -859,8 +858,11 @@ class Run:
                     "start_time": dt.datetime.now(dt.UTC).isoformat(),
                     "inputs": [str(p) for p in self.inputs.paths],
                     "config_path": self.options.config_path,
-                    "config": without_header_values(
-                        without_url_credentials(self.config.model_dump(mode="json"))
+                    # Secrets masked whole, whatever their length (a 3-character marker
+                    # is below what text masking looks for, and stood here in clear).
+                    "config": stored_settings(
+                        without_url_credentials(self.config.model_dump(mode="json")),
+                        secret_values(detectors),
                     ),
                     "config_fingerprint": fingerprint,
                     DECISIVE_KEY: settings,
