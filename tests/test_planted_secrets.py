@@ -395,3 +395,32 @@ def test_a_short_configured_marker_is_masked_whole_in_the_report_header(tmp_path
     assert short not in header and MARKER not in header
     init = json.loads(header)
     assert init["config"]["detectors"][0]["markers"] == ["****", "****"]
+
+
+def test_a_guardrail_key_given_in_its_options_reaches_no_file(tmp_path: Path) -> None:
+    key = "gk-planted-4471QQ"
+    (tmp_path / "planted_guard.py").write_text(
+        "class Guard:\n"
+        "    def __init__(self, api_key):\n"
+        "        self.api_key = api_key\n"
+        "    def flags(self, text):\n"
+        "        return ['S1'] if 'bomb' in text else []\n",
+        encoding="utf-8",
+    )
+    src = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"id": "a", "outputs": ["a bomb", f"the key is {key}"]}],
+    )
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "detectors:\n  - type: guardrail\n    guardrail: planted_guard:Guard\n"
+        f"    options: {{api_key: {key}}}\n    hazards: [violent crimes]\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    run = redjury("run", src, "--config", cfg, "--out", out, "--html", "-v", env=env)
+    assert run.returncode == 0, run.stderr
+    written = "".join(p.read_text(encoding="utf-8") for p in out.iterdir() if p.is_file())
+    assert key not in written + run.stdout + run.stderr
+    assert "****71QQ" in written, "the reply that quoted it is masked like any credential"

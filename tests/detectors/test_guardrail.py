@@ -110,6 +110,9 @@ def guard_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             def make(word="bomb"):
                 return Guard(word)
 
+            def make_with(word="bomb", **settings):
+                return Guard(word)
+
             INSTANCE = Guard("knife")
             NOT_A_GUARD = 42
             """
@@ -269,3 +272,28 @@ def test_a_run_refused_for_its_input_never_calls_the_factory(tripwire_package: P
     run = redjury("run", accepted, "--config", config, "--out", tripwire_package / "o2", env=env)
     assert run.returncode == 0, run.stderr
     assert (tripwire_package / "CALLED").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "credentials"),
+    [
+        ({"api_key": "gk-1", "word": "bomb"}, ["gk-1"]),
+        ({"auth": {"user": "u", "password": "pw-2"}}, ["u", "pw-2"]),
+        ({"client": {"headers": {"X-Team": "red"}, "timeout": 3}}, ["red"]),
+        (
+            {"tokens": ["a"], "Bearer-Token": "bt-3", "secret_list": ["s-4", "s-5"]},
+            ["bt-3", "s-4", "s-5"],
+        ),
+        ({"api_key_env": "GUARD_KEY", "token_file": "/k", "keywords": ["x"], "word": "k"}, []),
+    ],
+)
+def test_options_under_a_credential_s_name_are_credentials(
+    guard_module: str, options: dict[str, object], credentials: list[str]
+) -> None:
+    """Masked everywhere, always: a factory's key given in `options` is no less a secret than
+    a judge's (the report header's copy of the config held it in clear)."""
+    from redjury.detectors.guardrail import credential_options
+
+    assert list(credential_options(options)) == credentials
+    detector = from_config(guardrail=f"{guard_module}:make_with", options={"word": "w", **options})
+    assert detector.credentials() == credentials

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import import_module
 from importlib.machinery import ModuleSpec
 from typing import Any, Protocol
@@ -23,6 +23,34 @@ class TextGuardrail(Protocol):
     (a list or set of strings; empty means safe)."""
 
     def flags(self, text: str) -> bool | list[str] | set[str]: ...
+
+
+# Option names that hold a credential whatever the factory (`api_key`, `auth_token`,
+# `password`, a `headers` mapping): their text values are masked everywhere, always. A name
+# that only says where one is (`api_key_env`, `token_file`) is not.
+_CREDENTIAL_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "auth", "authorization"}
+    | {"credential", "credentials", "bearer", "headers"}
+)
+_LOCATION_WORDS = frozenset({"env", "file", "path", "var", "name", "url"})
+
+
+def _names_credential(option: str) -> bool:
+    words = re.split(r"[^a-z0-9]+", option.lower())
+    return bool(_CREDENTIAL_WORDS.intersection(words)) and words[-1] not in _LOCATION_WORDS
+
+
+def credential_options(options: Any, named: bool = False) -> Iterator[str]:
+    """The text values of a guardrail's options that sit under a credential's name."""
+    if isinstance(options, str):
+        if named and options:
+            yield options
+    elif isinstance(options, dict):
+        for key, value in options.items():
+            yield from credential_options(value, named or _names_credential(str(key)))
+    elif isinstance(options, list | tuple):
+        for value in options:
+            yield from credential_options(value, named)
 
 
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
@@ -195,9 +223,11 @@ class GuardrailDetector(Detector):
         return cls(params, guardrail=guardrail)
 
     def credentials(self) -> list[str]:
-        """A judge-backed guardrail's API key and header values: masked everywhere, always."""
+        """A judge-backed guardrail's API key and header values, and the options given under
+        a credential's name: masked everywhere, always."""
+        named = list(credential_options(self.params.options))
         get = getattr(self.guardrail, "credentials", None)
-        return list(get()) if callable(get) else []
+        return named + (list(get()) if callable(get) else [])
 
     def secrets(self) -> list[str]:
         return self.credentials()
