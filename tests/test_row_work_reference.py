@@ -26,6 +26,7 @@ from redjury.report.digest import DigestBuilder
 from redjury.report.hitlog import HitlogLines
 from redjury.report.jsonl import dumps_line
 from redjury.rows import AttemptScorer
+from redjury.stats.means import GradedScores
 
 # -- the reference: the code before its fast paths ------------------------------------------
 
@@ -99,7 +100,7 @@ def reference_count_details(t: DetectorTally, scores: Any, det_details: Any, tes
         if d.get("flippable"):
             t.flippable += 1
         for judge, g in (d.get("graded") or {}).items():
-            t.graded.setdefault((judge, g["name"]), []).append(float(g["score"]))
+            t.graded.setdefault((judge, g["name"]), GradedScores()).add(float(g["score"]))
 
 
 class ReferenceDigest(DigestBuilder):

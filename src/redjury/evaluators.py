@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
+from redjury.stats.means import GradedScores
+
 
 class Evaluator:
     """A verdict policy. `test(score)` is True when the output passes (the target held).
@@ -151,8 +153,9 @@ class DetectorTally:
     abstain_sum: float = 0.0
     abstain_n: int = 0
     flippable: int = 0
-    # Graded per-reply scores in [0, 1] (StrongREJECT's) by (judge, score name).
-    graded: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    # Graded per-reply scores (StrongREJECT's) by (judge, score name): a histogram of
+    # distinct scores, bounded whatever the replies (`GradedScores`).
+    graded: dict[tuple[str, str], GradedScores] = field(default_factory=dict)
     # Judge panels: how counting abstentions as the sources do moves passed / fails / nones
     # (None until a finding carried `upstream_counting`).
     upstream_delta: list[int] | None = None
@@ -176,8 +179,8 @@ class DetectorTally:
         self.abstain_sum += other.abstain_sum
         self.abstain_n += other.abstain_n
         self.flippable += other.flippable
-        for key, values in other.graded.items():
-            self.graded.setdefault(key, []).extend(values)
+        for key, scores in other.graded.items():
+            self.graded.setdefault(key, GradedScores()).merge(scores)
         if other.upstream_delta is not None:
             if self.upstream_delta is None:
                 self.upstream_delta = [0, 0, 0]
@@ -379,7 +382,11 @@ def _count_details(
         if d.get("flippable"):
             t.flippable += 1
         for judge, g in (d.get("graded") or {}).items():
-            t.graded.setdefault((judge, g["name"]), []).append(float(g["score"]))
+            key = (judge, g["name"])
+            graded = t.graded.get(key)
+            if graded is None:
+                graded = t.graded[key] = GradedScores()
+            graded.add(float(g["score"]))
 
 
 def _count_upstream(
@@ -416,14 +423,12 @@ def counting_fields(t: DetectorTally) -> dict[str, dict[str, Any]]:
     return out
 
 
-def graded_rows(graded: dict[tuple[str, str], list[float]]) -> list[dict[str, Any]]:
-    """Per judge and graded score: the mean over replies with its bootstrap interval."""
-    from redjury.stats.means import bootstrap_mean
-
+def graded_rows(graded: dict[tuple[str, str], GradedScores]) -> list[dict[str, Any]]:
+    """Per judge and graded score: the mean over replies with its bootstrap interval (from
+    the distinct scores in order: whatever order the replies finished in)."""
     return [
-        # Sorted: the interval must not depend on the order replies finished in.
-        {"judge": judge, "score": name, **bootstrap_mean(sorted(values))}
-        for (judge, name), values in sorted(graded.items())
+        {"judge": judge, "score": name, **scores.summary()}
+        for (judge, name), scores in sorted(graded.items())
     ]
 
 
