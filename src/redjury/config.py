@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -471,34 +471,34 @@ def reference_markdown() -> str:
     lines = ["| key | default | meaning |", "| --- | --- | --- |"]
     for key, default, meaning in _model_rows(RunConfig, ""):
         lines.append(f"| `{key}` | {default} | {meaning} |")
-    lines.append("")
-    lines.append("Detector settings (`detectors[]` entries: `type` plus these keys):")
-    lines.append("")
-    lines.append("| detector | key | default | meaning |")
-    lines.append("| --- | --- | --- | --- |")
-    for name, cls in detector_classes().items():
-        # redjury's own detectors: plugins (and tests' throwaway ones) document themselves.
-        if name == "judge_panel" or not cls.__module__.startswith("redjury."):
-            continue
-        rows = _model_rows(cls.Params, "")
+    # redjury's own plugins: third parties' (and tests' throwaway ones) document themselves.
+    detectors = [
+        (name, cls.Params)
+        for name, cls in detector_classes().items()
+        if name != "judge_panel" and cls.__module__.startswith("redjury.")
+    ]
+    writers = [
+        (w.name, w.Settings) for w in WRITERS.ordered() if w.__module__.startswith("redjury.")
+    ]
+    lines += _settings_table("Detector", "detector", "`detectors[]` entries: `type`", detectors)
+    lines += _settings_table(
+        "Report writer", "writer", "`reporting.writers[]` entries: `name`", writers
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _settings_table(
+    title: str, column: str, entries: str, models: Sequence[tuple[str, type[BaseModel]]]
+) -> list[str]:
+    """A table of each named plugin's settings, one row per key (one saying so where none)."""
+    lines = ["", f"{title} settings ({entries} plus these keys):", ""]
+    lines += [f"| {column} | key | default | meaning |", "| --- | --- | --- | --- |"]
+    for name, model in models:
+        rows = _model_rows(model, "")
         if not rows:
             lines.append(f"| `{name}` | | | no settings |")
         for key, default, meaning in rows:
             lines.append(f"| `{name}` | `{key}` | {default} | {meaning} |")
-    return "\n".join(lines + _writer_rows()) + "\n"
-
-
-def _writer_rows() -> list[str]:
-    lines = ["", "Report writer settings (`reporting.writers[]` entries: `name` plus these keys):"]
-    lines += ["", "| writer | key | default | meaning |", "| --- | --- | --- | --- |"]
-    for writer in WRITERS.ordered():
-        if not writer.__module__.startswith("redjury."):
-            continue  # plugins document themselves
-        rows = _model_rows(writer.Settings, "")
-        if not rows:
-            lines.append(f"| `{writer.name}` | | | no settings |")
-        for key, default, meaning in rows:
-            lines.append(f"| `{writer.name}` | `{key}` | {default} | {meaning} |")
     return lines
 
 
