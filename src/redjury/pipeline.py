@@ -847,6 +847,7 @@ class Run:
         seed: int,
         detectors: list[Detector],
         settings: dict[str, Any],
+        secrets: list[str],
     ) -> dict[str, Any]:
         markers, always = run_redactors(detectors)
         return always.apply(
@@ -861,8 +862,7 @@ class Run:
                     # Secrets masked whole, whatever their length (a 3-character marker
                     # is below what text masking looks for, and stood here in clear).
                     "config": stored_settings(
-                        without_url_credentials(self.config.model_dump(mode="json")),
-                        secret_values(detectors),
+                        without_url_credentials(self.config.model_dump(mode="json")), secrets
                     ),
                     "config_fingerprint": fingerprint,
                     DECISIVE_KEY: settings,
@@ -882,7 +882,8 @@ class Run:
         self.id_mask = id_redactor(*run_redactors(detectors), self.config.reporting.redact)
         decisive = decisive_settings(self.config)
         fingerprint = settings_fingerprint(decisive)
-        kept = stored_settings(decisive, secret_values(detectors))
+        secrets = secret_values(detectors)
+        kept = stored_settings(decisive, secrets)
         inputs_key = inputs_fingerprint(self.inputs.paths)
         out_dir = self.options.out_dir
         if out_dir is not None:
@@ -895,7 +896,9 @@ class Run:
         seed = self.config.reporting.seed
         if seed is None:
             seed = (state.header or {}).get("seed", pysecrets.randbits(32))
-        header = state.header or self.header(fingerprint, inputs_key, seed, detectors, kept)
+        header = state.header or self.header(
+            fingerprint, inputs_key, seed, detectors, kept, secrets
+        )
         for entry in header.get("stored_state") or ():
             self._say(describe_stored(entry))
         if out_dir is None:
