@@ -149,8 +149,7 @@ class BatchWire:
         params: dict[str, Any] = {"limit": limit}
         if after:
             params[self.after_param] = after
-        url = self.url(self.list_path)
-        return url + ("&" if "?" in url else "?") + urlencode(params)
+        return _with_query(self.url(self.list_path), params)
 
     after_param = "after"
     # Whether the requests go up as a file the create names (OpenAI, Azure).
@@ -267,8 +266,7 @@ class OpenAIBatchWire(BatchWire):
         params: dict[str, Any] = {"purpose": "batch", "limit": self.file_page, "order": "desc"}
         if after:
             params["after"] = after
-        url = self.url("/files")
-        return url + ("&" if "?" in url else "?") + urlencode(params)
+        return _with_query(self.url("/files"), params)
 
     async def find_upload(self, http: BatchHTTP, entry: dict[str, Any]) -> tuple[list[str], bool]:
         # Newest first: the intent's upload is at most a few pages down, made after it.
@@ -491,6 +489,11 @@ WIRES: dict[ConnectionType, type[BatchWire]] = {
     ConnectionType.AZURE_OPENAI: AzureBatchWire,
     ConnectionType.ANTHROPIC: AnthropicBatchWire,
 }
+
+
+def _with_query(url: str, params: dict[str, Any]) -> str:
+    """`url` with `params` added to any query it has (Azure's `api-version`)."""
+    return url + ("&" if "?" in url else "?") + urlencode(params)
 
 
 def upload_name(token: str) -> str:
