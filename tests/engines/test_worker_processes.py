@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -433,3 +434,47 @@ def test_workers_end_with_a_run_killed_at_once(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "orphaned workers still alive"
             time.sleep(0.05)
         proc.communicate(timeout=60)
+
+
+_POOL: Any = None
+
+
+def _half_a_result() -> None:
+    """In a forked worker: the start of a result message on the pool's results pipe (its
+    length, then a tenth of it), and the worker stopped there, as a signal can stop it."""
+    import struct
+
+    os.write(_POOL._result_queue._writer.fileno(), struct.pack("!i", 1000) + b"x" * 100)
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def test_a_worker_stopped_in_the_middle_of_a_result_does_not_hang_the_stop() -> None:
+    """The pool's thread is left waiting for the rest of a result that never comes; the
+    run's stop (kill the workers, shut the pool) must still end."""
+    global _POOL
+    fork = multiprocessing.get_context("fork")
+    _POOL = pool = processes.ProcessPoolExecutor(1, mp_context=fork)
+    try:
+        pool.submit(_half_a_result)
+        deadline = time.monotonic() + 60
+        while not any(_stopped(p.pid) for p in list(pool._processes.values())):
+            assert time.monotonic() < deadline, "the worker never stopped"
+            time.sleep(0.01)
+        processes._kill_workers(pool)
+        shut = threading.Thread(target=pool.shutdown, kwargs={"cancel_futures": True})
+        shut.start()
+        shut.join(60)
+        ended = not shut.is_alive()
+    finally:
+        # Unstuck whatever happened, so that a failure cannot hang the test process's exit.
+        with contextlib.suppress(OSError, AttributeError):
+            pool._result_queue._writer.close()
+        _POOL = None
+    assert ended, "the pool's shutdown waited for a result that never comes"
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False

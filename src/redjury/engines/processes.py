@@ -26,10 +26,12 @@ import dataclasses
 import io
 import mmap
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Container, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -62,6 +64,8 @@ MAX_AUTO_WORKERS = 8
 # Room for one chunk's report and hitlog lines in the memory shared with the workers (about
 # as many bytes as the chunk's input as a rule); lines that do not fit come through the pool.
 SLOT_BYTES = 16 << 20
+# How long a stopped run waits for its killed workers to end (SIGKILL: at once, as a rule).
+KILL_WAIT_S = 10.0
 
 # One record, its line numbered from the chunk's first: the line, the attempt id (None for a
 # bad line), the line's error, and the lengths of its report line and of its hitlog lines
@@ -335,9 +339,31 @@ def score_in_workers(
 
 
 def _kill_workers(pool: ProcessPoolExecutor) -> None:
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    """The workers killed and waited for (bounded), then this process's own end of the results
+    pipe closed. A worker killed (or stopped, then killed) in the middle of sending a result
+    leaves part of it in the pipe; the pool's thread waits for the rest, which never comes,
+    and `shutdown` waits for that thread. With every writing end closed it reads the end of
+    the pipe instead, takes the pool as broken and ends."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
         with contextlib.suppress(OSError):
             process.kill()
+    # A sentinel is ready once its process has ended; waiting on it reaps nothing, so the
+    # pool's own thread still joins its processes as it always does.
+    with contextlib.suppress(ValueError, OSError):  # a process already closed by the pool
+        _wait_ended(processes)
+    results: Any = getattr(pool, "_result_queue", None)
+    with contextlib.suppress(AttributeError, OSError):
+        results._writer.close()
+
+
+def _wait_ended(processes: list[Any]) -> None:
+    """Until each of `processes` has ended, or KILL_WAIT_S have passed."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    sentinels = [p.sentinel for p in processes]
+    while sentinels and (left := deadline - time.monotonic()) > 0:
+        ended = multiprocessing.connection.wait(sentinels, timeout=left)
+        sentinels = [s for s in sentinels if s not in ended]
 
 
 def take_chunk(
