@@ -91,6 +91,40 @@ def test_a_partial_run_whose_replies_changed_is_refused_with_its_six_rows_kept(
     assert not list(out.glob("*.prev")) and not (out / "redjury.lock").exists()
 
 
+EDITS: list[tuple[dict[str, Any], str]] = [
+    ({"detector_results": {"pii_leak": "0.0"}}, "detector_results.pii_leak"),
+    ({"detector_results": {"pii_leak": [0.0, "high"]}}, "detector_results.pii_leak[1]"),
+    ({"outputs": {"first": REFUSAL}}, "outputs"),
+    ({"probe": ["leak"]}, "probe"),
+    (
+        {"details": {"pii_leak": [{"graded": {"j": {"name": "score", "score": "high"}}}]}},
+        "details.pii_leak[0].graded.j.score",
+    ),
+    ({"details": {"pii_leak": [{"graded": {"j": 0.5}}]}}, "details.pii_leak[0].graded.j"),
+]
+
+
+@pytest.mark.parametrize(("edit", "field"), EDITS)
+def test_a_kept_row_edited_into_another_shape_is_named_and_the_report_kept(
+    tmp_path: Path, edit: dict[str, Any], field: str
+) -> None:
+    src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
+    write_jsonl(src, refusals(8))
+    assert redjury("run", src, "--out", out, "--config", cfg).returncode == 0
+    cut_to_attempts(out, 4)
+    lines = (out / REPORT).read_bytes().splitlines(keepends=True)
+    row = json.loads(lines[2])
+    lines[2] = (json.dumps({**row, **edit}) + "\n").encode()
+    (out / REPORT).write_bytes(b"".join(lines))
+    before = files_of(out)
+    proc = redjury("run", src, "--out", out, "--config", cfg)
+    assert proc.returncode == 2, proc.stderr
+    [said] = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert f"{REPORT}:3: a kept attempt row (id 'a1') cannot be counted (field {field})" in said
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert files_of(out) == before, "the refused resume left the folder as it was"
+
+
 def test_a_partial_run_resumes_when_only_the_unjudged_attempts_changed(tmp_path: Path) -> None:
     src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
     write_jsonl(src, refusals(20))

@@ -42,7 +42,13 @@ from redjury.config_decisive import (
 from redjury.config_decisive import fingerprint as settings_fingerprint
 from redjury.detectors.base import Detector
 from redjury.errors import RunError
-from redjury.evaluators import DetectorTally, Evaluator, RunTally, load_evaluator
+from redjury.evaluators import (
+    DetectorTally,
+    Evaluator,
+    RunTally,
+    load_evaluator,
+    uncountable_field,
+)
 from redjury.idstore import IdStore
 from redjury.inputs import MAX_REPORTED_ERRORS, AttemptSource, InputSet, path_problem
 from redjury.interrupts import cause, exit_code, held
@@ -369,11 +375,18 @@ class ResumeState:
 
     def rows(self, kinds: frozenset[str] = KEPT_KINDS) -> Iterator[dict[str, Any]]:
         """The kept rows of these kinds, read again from the report, in its order."""
+        for _, row in self.numbered_rows(kinds):
+            yield row
+
+    def numbered_rows(
+        self, kinds: frozenset[str] = KEPT_KINDS
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """`rows`, each with its line number in the report."""
         if self.path is None:
             return
-        for row in _report_rows(self.path):
+        for line, row in _numbered_report_rows(self.path):
             if row.get("entry_type") in kinds:
-                yield row
+                yield line, row
 
     def _keep(self, row: dict[str, Any]) -> None:
         kind = row.get("entry_type")
@@ -451,11 +464,28 @@ def _config_refusal(
     )
 
 
+def _uncountable_refusal(path: Path | None, line: int, row: dict[str, Any], exc: Exception) -> str:
+    """One line: which kept row, and which of its fields, a resume cannot count."""
+    field = uncountable_field(row)
+    what = f"field {field}" if field else f"{type(exc).__name__}: {exc}"
+    return (
+        f"{path}:{line}: a kept attempt row (id {row.get('id')!r}) cannot be counted ({what}); "
+        f"the report was changed after redjury wrote it: restore it, or {FRESH_START}"
+    )
+
+
 def _report_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete rows of a report, streamed (a torn last line is skipped). orjson reads
-    them; a line it refuses (a number beyond 64 bits) is read by `read_rows`' parser."""
+    """The complete rows of a report, streamed (a torn last line is skipped)."""
+    for _, row in _numbered_report_rows(path):
+        yield row
+
+
+def _numbered_report_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The complete rows of a report with their line numbers, streamed (a torn last line is
+    skipped). orjson reads them; a line it refuses (a number beyond 64 bits) is read by
+    `read_rows`' parser."""
     with path.open("rb") as fh:
-        for raw in fh:
+        for number, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
                 return
             try:
@@ -466,7 +496,7 @@ def _report_rows(path: Path) -> Iterator[dict[str, Any]]:
                 except ValueError:
                     continue
             if isinstance(row, dict):
-                yield row
+                yield number, row
 
 
 # -- the tally stage -------------------------------------------------------------------------
@@ -919,9 +949,13 @@ class Run:
         return RunTallies(self.evaluator, header, output.hitlog, generator, gpp)
 
     def replay(self, state: ResumeState, tallies: RunTallies) -> None:
-        """Count the attempt rows a resumed run kept, as if they had just been made."""
-        for row in state.rows(frozenset({"attempt"})):
-            tallies.add(row)
+        """Count the attempt rows a resumed run kept, as if they had just been made. A kept
+        row that cannot be counted (the report was edited) stops the run, naming it."""
+        for line, row in state.numbered_rows(frozenset({"attempt"})):
+            try:
+                tallies.add(row)
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+                raise RunError(_uncountable_refusal(state.path, line, row, exc)) from None
             self.resumed += 1
         if self.resumed:
             self._say(f"resuming: {self.resumed} attempts already in {self.options.out_dir}")
