@@ -831,12 +831,21 @@ class Run:
         for output, _ in outputs:
             if problem := output_problem(output, []):
                 raise RunError(f"{output}: {problem}")
-        inputs = [(p, "an input file of this run") for p in self.inputs.paths]
-        for key, name, settings in self.config.reporting.writer_requests():
-            junit = settings.get("path") if name == "junit" else None
-            if junit and outputs and (problem := output_problem(Path(junit), inputs + outputs)):
-                where = "--junit" if key == "reporting.junit" else f"{key}.path"
-                raise RunError(f"{where} {junit}: {problem}")
+        if outputs:
+            self._check_writer_paths(outputs)
+
+    def _check_writer_paths(self, outputs: list[tuple[Path, str]]) -> None:
+        """A writer's `path` (JUnit's, a plugin writer's) is no input, no file of the run
+        folder and no other writer's file."""
+        taken = [(p, "an input file of this run") for p in self.inputs.paths] + outputs
+        for key, _, settings in self.config.reporting.writer_requests():
+            target = settings.get("path")
+            if not isinstance(target, str | os.PathLike) or not str(target):
+                continue
+            where = "--junit" if key == "reporting.junit" else f"{key}.path"
+            if problem := output_problem(Path(target), taken):
+                raise RunError(f"{where} {target}: {problem}")
+            taken.append((Path(target), f"the file {where} writes"))
 
     def check_first(self) -> None:
         """A whole pass over the input before anything is judged (runs with judges: no

@@ -18,6 +18,8 @@ from redjury.cli import with_writers
 from redjury.config import ConfigError, RunConfig, load_config, parse_config
 from redjury.errors import RunError
 from redjury.pipeline import config_fingerprint
+from redjury.plugins import WRITERS
+from redjury.report.writer import ReportWriter, WriterSettings
 
 ATTEMPTS = [
     {"id": "a1", "probe": "cards", "outputs": ["Sure, the card is 4111 1111 1111 1111"]},
@@ -236,3 +238,55 @@ def test_a_config_made_in_python_with_an_unknown_writer_is_refused_before_judgin
     with pytest.raises(ConfigError, match=r"^reporting.writers\[1\]: unknown report writer 'nope'"):
         redjury_api.evaluate(ATTEMPTS, config, out=tmp_path / "out")
     assert not (tmp_path / "out" / "redjury.report.jsonl").exists()
+
+
+class _PathSettings(WriterSettings):
+    path: str
+
+
+class _PathWriter(ReportWriter):
+    """A writer whose file is wherever its `path` setting says."""
+
+    name = "test_path_writer"
+    Settings = _PathSettings
+
+    def write(self, data: Any, settings: Any) -> Path:
+        target = Path(settings.path)
+        target.write_text(f"{len(data.evals)} rows\n", encoding="utf-8")
+        return target
+
+
+@pytest.fixture
+def path_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    WRITERS.ordered()  # the built-ins and entry points loaded first, then this one beside them
+    monkeypatch.setitem(WRITERS._plugins, _PathWriter.name, _PathWriter)
+
+
+@pytest.mark.usefixtures("path_writer")
+def test_a_plugin_writers_path_naming_an_input_is_refused_before_judging(tmp_path: Path) -> None:
+    inputs = write_jsonl(tmp_path / "attempts.jsonl", ATTEMPTS)
+    config = {"reporting": {"writers": [{"name": _PathWriter.name, "path": str(inputs)}]}}
+    with pytest.raises(RunError, match=r"reporting.writers\[0\].path .*an input file"):
+        redjury_api.evaluate([inputs], config, out=tmp_path / "out")
+    assert inputs.read_text(encoding="utf-8").count("\n") == len(ATTEMPTS)
+    assert not (tmp_path / "out" / "redjury.report.jsonl").exists()
+
+
+@pytest.mark.usefixtures("path_writer")
+def test_two_writers_given_one_path_are_refused_before_judging(tmp_path: Path) -> None:
+    inputs = write_jsonl(tmp_path / "attempts.jsonl", ATTEMPTS)
+    target = str(tmp_path / "one.file")
+    writers = [{"name": "junit", "path": target}, {"name": _PathWriter.name, "path": target}]
+    with pytest.raises(RunError, match=r"writers\[1\].path .*the file reporting.writers\[0\]"):
+        redjury_api.evaluate([inputs], {"reporting": {"writers": writers}}, out=tmp_path / "out")
+    assert not Path(target).exists()
+
+
+@pytest.mark.usefixtures("path_writer")
+def test_a_plugin_writers_path_elsewhere_is_written(tmp_path: Path) -> None:
+    inputs = write_jsonl(tmp_path / "attempts.jsonl", ATTEMPTS)
+    target = tmp_path / "elsewhere.txt"
+    config = {"reporting": {"writers": [{"name": _PathWriter.name, "path": str(target)}]}}
+    result = redjury_api.evaluate([inputs], config, out=tmp_path / "out")
+    assert result.exit_code == 0
+    assert target.read_text(encoding="utf-8") == f"{len(result.evals)} rows\n"
