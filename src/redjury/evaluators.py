@@ -267,9 +267,12 @@ class RunTally:
             self.tallies.setdefault(key, DetectorTally()).merge(t)
 
     def eval_rows(
-        self, extra: Callable[[str, str, DetectorTally], dict[str, Any]] | None = None
+        self,
+        extra: Callable[[str, str, DetectorTally], dict[str, Any]] | None = None,
+        graded: dict[str, Any] | None = None,
     ) -> Iterable[dict[str, Any]]:
-        """Per probe (sorted) and detector (sorted): garak's eval row, then the probe_summary."""
+        """Per probe (sorted) and detector (sorted): garak's eval row, then the probe_summary.
+        `graded`: the graded scores' interval settings (`level`, `iterations`, `seed`)."""
         for probe in sorted(self.probes):
             pt = self.probes[probe]
             total = {"passed": 0, "fails": 0, "nones": 0}
@@ -293,7 +296,7 @@ class RunTally:
                         for k, v in sorted(t.intents.items())
                     }
                 if t.graded:
-                    row["graded_scores"] = graded_rows(t.graded)
+                    row["graded_scores"] = graded_rows(t.graded, **(graded or {}))
                 if t.upstream_delta is not None:
                     row["counting"] = counting_fields(t)
                 if extra is not None:
@@ -475,11 +478,14 @@ def counting_fields(t: DetectorTally) -> dict[str, dict[str, Any]]:
     return out
 
 
-def graded_rows(graded: dict[tuple[str, str], GradedScores]) -> list[dict[str, Any]]:
+def graded_rows(
+    graded: dict[tuple[str, str], GradedScores], **interval: Any
+) -> list[dict[str, Any]]:
     """Per judge and graded score: the mean over replies with its bootstrap interval (from
-    the distinct scores in order: whatever order the replies finished in)."""
+    the distinct scores in order: whatever order the replies finished in); `interval`:
+    `GradedScores.summary`'s settings (a run's level, iterations and seed)."""
     return [
-        {"judge": judge, "score": name, **scores.summary()}
+        {"judge": judge, "score": name, **scores.summary(**interval)}
         for (judge, name), scores in sorted(graded.items())
     ]
 

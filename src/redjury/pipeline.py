@@ -1038,7 +1038,13 @@ class Run:
         report = self.output.report
         seed = int(header.get("seed") or 0)
         eval_rows = []
-        for row in tallies.tally.eval_rows(self._statistics(seed, detectors)):
+        reporting = self.config.reporting
+        graded = {
+            "level": reporting.bootstrap_confidence_level,
+            "iterations": reporting.bootstrap_num_iterations,
+            "seed": seed,
+        }
+        for row in tallies.tally.eval_rows(self._statistics(seed, detectors), graded):
             report.write(row)
             if row["entry_type"] == "eval":
                 eval_rows.append(row)
