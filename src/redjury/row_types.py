@@ -70,6 +70,14 @@ class AttemptRow(TypedDict):
     details: NotRequired[PerOutput]
 
 
+class HitAtK(TypedDict):
+    """One k of an eval row's `hit_at_k`: the share of prompts with a hit among their first
+    k outputs (averaged over orderings), over the prompts with at least k outputs."""
+
+    score: float
+    prompts: int
+
+
 class EvalRow(TypedDict):
     """One probe × detector, garak's eval row: counts, and redjury's interval fields.
 
@@ -104,7 +112,8 @@ class EvalRow(TypedDict):
     interval_lower: NotRequired[float]
     interval_upper: NotRequired[float]
     interval_correction: NotRequired[dict[str, Any] | None]
-    hit_at_k: NotRequired[dict[str, float]]
+    # Keyed by k ("1", "2", …) and by the k = n bucket ("n", or n itself when all share it).
+    hit_at_k: NotRequired[dict[str, HitAtK]]
     z_score: NotRequired[float]
     defcon: NotRequired[int]
     defcon_symbol: NotRequired[str]

@@ -15,8 +15,9 @@ from typing import Any
 from redjury.judges.abstentions import describe_causes
 from redjury.plugins import WRITERS
 from redjury.redaction import without_header_values, without_url_credentials
-from redjury.report.digest import HIT_LIMIT, ReportData, load_report
+from redjury.report.digest import HIT_LIMIT, ReportData, load_report, report_path_of
 from redjury.report.folder import write_replacing
+from redjury.report.row_check import read_as_written
 from redjury.report.summary import BREAKDOWN_INTERVALS
 from redjury.report.writer import ReportWriter, WriterSettings
 from redjury.stats.small_sample import correction_note, shown_interval
@@ -653,9 +654,11 @@ def render_html(data: ReportData) -> str:
 
 
 def write_html(out_dir: Path, hit_limit: int = HIT_LIMIT) -> Path:
-    """Write `redjury.report.html` beside the run folder's report JSONL and return its path."""
-    data = load_report(out_dir, hit_limit)
-    html = render_html(data)
+    """Write `redjury.report.html` beside the run folder's report JSONL and return its path.
+    A report edited into other shapes is a ValueError naming the row and field."""
+    with read_as_written(report_path_of(out_dir)):
+        data = load_report(out_dir, hit_limit)
+        html = render_html(data)
     return write_replacing(
         data.path.parent / HTML_NAME, lambda tmp: tmp.write_text(html, encoding="utf-8")
     )

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from redjury.judges.abstentions import describe_causes
-from redjury.report.digest import ReportData, load_report
+from redjury.report.digest import ReportData, load_report, report_path_of
 from redjury.report.folder import output_problem, report_outputs, write_replacing
+from redjury.report.row_check import read_as_written
 from redjury.report.terminal import escape_control, escape_name
 from redjury.stats.small_sample import correction_note, shown_interval
 
@@ -221,7 +222,13 @@ def _stdout_to_devnull() -> None:
 
 
 def print_summary(out_dir: Path, markdown: Path | None = None) -> None:
-    """Print the breakdowns as rich tables; with `markdown`, also write them there."""
+    """Print the breakdowns as rich tables; with `markdown`, also write them there. A report
+    edited into other shapes is a ValueError naming the row and field (`read_as_written`)."""
+    with read_as_written(report_path_of(out_dir)):
+        _print_summary(out_dir, markdown)
+
+
+def _print_summary(out_dir: Path, markdown: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table as RichTable
     from rich.text import Text

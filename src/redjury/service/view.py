@@ -23,10 +23,12 @@ PAGE_PATHS = ("/", "/index.html")
 
 def run_page(run: Path) -> str:
     """One run's HTML report (as `redjury report` writes it), rendered in memory."""
-    from redjury.report.digest import load_report
+    from redjury.report.digest import load_report, report_path_of
     from redjury.report.html import render_html
+    from redjury.report.row_check import read_as_written
 
-    return render_html(load_report(run))
+    with read_as_written(report_path_of(run)):
+        return render_html(load_report(run))
 
 
 def comparison_page(base: Path, new: Path, *, allow_different_judges: bool = False) -> str:
