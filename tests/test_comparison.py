@@ -140,6 +140,36 @@ def test_se_sp_correct_both_rates_and_widen_the_difference(tmp_path: Path) -> No
     assert row["p_value"] == pytest.approx(plain["p_value"])
 
 
+@pytest.mark.parametrize(
+    ("se", "said"),
+    [
+        (True, "Expected `float | null`, got `bool`"),
+        (5, "Expected `float` <= 1.0"),
+        ({"a": None}, "Expected `float | null`, got `object`"),
+    ],
+)
+def test_an_edited_correction_is_named_by_line_and_field(
+    tmp_path: Path, se: object, said: str
+) -> None:
+    config = {
+        **PII_ONLY,
+        "reporting": {"seed": 1, "detector_metrics": {"pii_leak": {"se": 0.8, "sp": 0.9}}},
+    }
+    base = _run(attempts_with_rates({"A": 0.5}, 40, seed=1), tmp_path / "b", config)
+    _run(attempts_with_rates({"A": 0.3}, 40, seed=2), tmp_path / "n", config)
+    report = tmp_path / "n" / "redjury.report.jsonl"
+    lines = report.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '_correction":{"se":0.8' in line)
+    row = json.loads(lines[at])
+    key = "confidence_correction" if "confidence_correction" in row else "interval_correction"
+    row[key] = {**row[key], "se": se}
+    lines[at] = json.dumps(row)
+    report.write_text("\n".join(lines) + "\n")
+    with pytest.raises(CompareError) as raised:
+        redjury.compare(base, tmp_path / "n")
+    assert str(raised.value).startswith(f"{report}:{at + 1}: field {key}.se: {said}")
+
+
 def test_a_torn_report_line_is_skipped_and_a_bad_one_named(tmp_path: Path) -> None:
     rows = attempts_with_rates({"A": 0.3}, 20, seed=1)
     _run(rows, tmp_path / "b")

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Annotated, Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -18,6 +18,17 @@ import numpy as np
 from redjury.errors import CompareError
 from redjury.report.digest import evaluator_of, report_path_of
 from redjury.stats.settings import Correction
+
+_Rate = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class _CorrectionRecord(msgspec.Struct, gc=False):
+    """An eval row's `confidence_correction` / `interval_correction`: the Se and Sp its
+    interval was corrected with, and where they came from."""
+
+    se: _Rate | None = None
+    sp: _Rate | None = None
+    source: str | None = None
 
 
 class _Row(msgspec.Struct, gc=False):
@@ -39,8 +50,8 @@ class _Row(msgspec.Struct, gc=False):
     fn: Any = None
     tn: Any = None
     fp: Any = None
-    confidence_correction: Any = None
-    interval_correction: Any = None
+    confidence_correction: _CorrectionRecord | None = None
+    interval_correction: _CorrectionRecord | None = None
 
 
 _DECODER = msgspec.json.Decoder(_Row)
@@ -117,7 +128,7 @@ class _RunReader:
         }
         # detector -> [(first attempt, attempts, failing, scored)] per chunk
         self.counts: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
-        self.eval_corrections: dict[str, Any] = {}
+        self.eval_corrections: dict[str, _CorrectionRecord] = {}
         self.audit_counts: dict[str, tuple[int, int, int, int]] = {}
         self._audit_key: str | None = None
 
@@ -177,8 +188,9 @@ class _RunReader:
 
     def _eval(self, row: _Row) -> None:
         record = row.confidence_correction or row.interval_correction
-        usable = isinstance(record, dict) and record.get("se") is not None
-        if isinstance(row.detector, str) and usable:
+        if record is None or record.se is None or record.sp is None:
+            return
+        if isinstance(row.detector, str):
             self.eval_corrections.setdefault(row.detector, record)
 
     def _audit(self, row: _Row) -> None:
@@ -224,7 +236,7 @@ class _RunReader:
         record = self.eval_corrections.get(detector)
         if record is None:
             return None
-        source = str(record.get("source") or "config")
+        source = record.source or "config"
         counts = self.audit_counts.get(source.removeprefix("audit:"))
         if counts is not None and source.startswith("audit:"):
             tp, fn, tn, fp = counts
@@ -232,7 +244,8 @@ class _RunReader:
                 return Correction.from_counts(tp, fn, tn, fp, source)
             except ValueError:
                 pass
-        return Correction(float(record["se"]), float(record["sp"]), source)
+        assert record.se is not None and record.sp is not None  # as `_eval` keeps them
+        return Correction(record.se, record.sp, source)
 
 
 def _lists_by_name(names: list[str]) -> list[tuple[str, Any]]:
