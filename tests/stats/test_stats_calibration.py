@@ -161,3 +161,21 @@ def test_calibrate_from_a_single_report_has_no_shapiro(tmp_path):
     )
     entry = build_calibration([report])["a.B/c.D"]
     assert entry == {"mu": 0.5, "sigma": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ({"passed": {"n": 5}}, "field passed: not a whole number: {'n': 5}"),
+        ({"passed": None}, "field passed: missing"),
+        ({"probe": ["a", 1]}, "field probe: not a string: ['a', 1]"),
+        ({"total_evaluated": "10"}, "field total_evaluated: not a whole number: '10'"),
+        ({"detector": True}, "field detector: not a string: True"),
+    ],
+)
+def test_an_eval_row_calibration_cannot_read_is_named_by_line_and_field(tmp_path, edit, said):
+    row = {"probe": "a.B", "detector": "c.D", "passed": 5, "total_evaluated": 10}
+    report = _report(tmp_path / "one.jsonl", [row, {**row, "probe": "e.F", **edit}])
+    with pytest.raises(ValueError) as raised:
+        build_calibration([report])
+    assert str(raised.value) == f"{report}:4: {said}"

@@ -181,13 +181,36 @@ def _eval_pass_rates(reports: Iterable[Path]) -> dict[str, list[float]]:
                     raise ValueError(f"{report}:{lineno}: not JSON: {exc}") from exc
                 if not isinstance(record, dict) or record.get("entry_type") != "eval":
                     continue
-                key = calibration_key(str(record["probe"]), str(record["detector"]))
+                if problem := _eval_problem(record):
+                    raise ValueError(f"{report}:{lineno}: {problem}")
+                key = calibration_key(record["probe"], record["detector"])
                 total = record.get("total_evaluated") or 0
                 if total <= 0:
                     logger.warning("%s: %s has total_evaluated 0; not calibrated", report, key)
                     continue
                 rates[key].append(float(record["passed"]) / total)
     return rates
+
+
+# What calibration reads of an eval row (garak's or redjury's), and its type.
+_EVAL_FIELDS = (("probe", str), ("detector", str), ("passed", int), ("total_evaluated", int))
+
+
+def _eval_problem(record: dict[str, Any]) -> str | None:
+    """`field NAME: …` for an eval row lacking one of the fields calibration reads, or
+    holding a value of another type there (`total_evaluated` may be missing: 0)."""
+    for name, kind in _EVAL_FIELDS:
+        value = record.get(name)
+        if value is None and name == "total_evaluated":
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            shown = (
+                "missing"
+                if value is None
+                else f"not {'a string' if kind is str else 'a whole number'}: {value!r:.60}"
+            )
+            return f"field {name}: {shown}"
+    return None
 
 
 def _shapiro_p(values: npt.NDArray[np.float64]) -> float | None:
