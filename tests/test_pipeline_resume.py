@@ -101,6 +101,13 @@ EDITS: list[tuple[dict[str, Any], str]] = [
         "details.pii_leak[0].graded.j.score",
     ),
     ({"details": {"pii_leak": [{"graded": {"j": 0.5}}]}}, "details.pii_leak[0].graded.j"),
+    # Counted without an error, but they key and sort the tallies: the run's end would fail.
+    ({"probe": True}, "probe"),
+    ({"intent": 5}, "intent"),
+    (
+        {"details": {"pii_leak": [{"graded": {"j": {"name": 7, "score": 0.5}}}]}},
+        "details.pii_leak[0].graded.j.name",
+    ),
 ]
 
 
@@ -120,9 +127,42 @@ def test_a_kept_row_edited_into_another_shape_is_named_and_the_report_kept(
     proc = redjury("run", src, "--out", out, "--config", cfg)
     assert proc.returncode == 2, proc.stderr
     [said] = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert f"{REPORT}:3: a kept attempt row (id 'a1') cannot be counted (field {field})" in said
+    assert f"{REPORT}:3: a kept attempt row (id 'a1') cannot be counted (field {field}: " in said
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert files_of(out) == before, "the refused resume left the folder as it was"
+
+
+def test_a_kept_row_holding_a_lone_surrogate_is_refused_and_the_folder_kept(
+    tmp_path: Path,
+) -> None:
+    src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
+    write_jsonl(src, refusals(8))
+    assert redjury("run", src, "--out", out, "--config", cfg).returncode == 0
+    cut_to_attempts(out, 4)
+    lines = (out / REPORT).read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"outputs":["', b'"outputs":["\\ud800', 1)
+    assert b"\\ud800" in lines[3]
+    (out / REPORT).write_bytes(b"".join(lines))
+    before = files_of(out)
+    proc = redjury("run", src, "--out", out, "--config", cfg)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{REPORT}:4: holds text that is not Unicode" in proc.stderr
+    assert "internal error" not in proc.stderr
+    assert files_of(out) == before, "no .prev, no .tmp: the folder as it was"
+
+
+def test_a_kept_row_whose_kind_was_edited_away_is_judged_again(tmp_path: Path) -> None:
+    src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
+    write_jsonl(src, refusals(6))
+    assert redjury("run", src, "--out", out, "--config", cfg).returncode == 0
+    cut_to_attempts(out, 4)
+    lines = (out / REPORT).read_text().splitlines()
+    lines[2] = json.dumps({**json.loads(lines[2]), "entry_type": {"attempt": 1}})
+    (out / REPORT).write_text("\n".join(lines) + "\n")
+    proc = redjury("run", src, "--out", out, "--config", cfg)
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming: 3 attempts" in proc.stdout
+    assert sorted(pii_verdicts(out)) == [f"a{i}" for i in range(6)]
 
 
 def test_a_partial_run_resumes_when_only_the_unjudged_attempts_changed(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ of `redjury compare`, over run folders, report paths or `Results`."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -74,12 +75,29 @@ def compare(
     `redjury.comparison.CompareError` (a ValueError) for runs that cannot be compared."""
     from redjury.comparison import CompareSettings, Vocabulary, comparison_rows
     from redjury.comparison_parallel import read_runs
+    from redjury.errors import CompareError
+    from redjury.report.row_check import read_as_written
 
     settings = CompareSettings(margin, adjust, confidence, allow_different_judges)
     vocabulary = Vocabulary()
-    base_run, new_run = read_runs(base, new, vocabulary, (_label(base, "BASE"), _label(new, "NEW")))
-    rows = cast("list[ComparisonRow]", comparison_rows(base_run, new_run, settings))
+    with read_as_written(*_report_files(base, new), error=CompareError):
+        labels = (_label(base, "BASE"), _label(new, "NEW"))
+        base_run, new_run = read_runs(base, new, vocabulary, labels)
+        rows = cast("list[ComparisonRow]", comparison_rows(base_run, new_run, settings))
     return Comparison(base_run.label, new_run.label, rows, settings)
+
+
+def _report_files(*runs: Any) -> list[Path]:
+    """The report files of the runs given as paths (a folder or its report)."""
+    from redjury.report.digest import report_path_of
+
+    found = []
+    for run in runs:
+        if isinstance(run, str | Path):
+            # No report there: the comparison names that itself.
+            with contextlib.suppress(ValueError):
+                found.append(report_path_of(Path(run)))
+    return found
 
 
 def _label(run: Any, fallback: str) -> str:

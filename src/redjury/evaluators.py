@@ -216,13 +216,16 @@ class RunTally:
         """Count one attempt row; call `hits(row, detector, [(output_index, score), ...])`
         once per detector that failed any of its outputs, in output order."""
         probe = row.get("probe") or "default"
+        intent = row.get("intent")
+        if not (isinstance(probe, str) and isinstance(intent, str | None)):
+            # Names that key and sort the tallies (a kept row edited into another type).
+            raise TypeError("an attempt row's probe and intent are text")
         outputs = row.get("outputs") or []
         pt = self.probes.get(probe)
         if pt is None:
             pt = self.probes[probe] = ProbeTally()
         pt.outputs += len(outputs)
         pt.null_outputs += outputs.count(None)
-        intent = row.get("intent")
         details = row.get("details")
         test = self.evaluator.test
         # `output_failed`, inlined for the common policy (see `pass_below`).
@@ -386,62 +389,12 @@ def _count_details(
             t.flippable += 1
         for judge, g in (d.get("graded") or {}).items():
             key = (judge, g["name"])
+            if not isinstance(key[1], str):
+                raise TypeError("a graded score's name is text")
             graded = t.graded.get(key)
             if graded is None:
                 graded = t.graded[key] = GradedScores()
             graded.add(float(g["score"]))
-
-
-def uncountable_field(row: dict[str, Any]) -> str | None:
-    """The first field of an attempt row that `RunTally.add` cannot count, as a dotted path
-    (`detector_results.pii_leak[1]`), or None where the fields it reads have their shapes."""
-    if not isinstance(row.get("outputs") or [], list):
-        return "outputs"
-    for key in ("probe", "intent"):
-        if not isinstance(row.get(key), str | None):
-            return key
-    results = row.get("detector_results") or {}
-    if not isinstance(results, dict):
-        return "detector_results"
-    for detector, scores in results.items():
-        where = f"detector_results.{detector}"
-        if not isinstance(scores, list):
-            return where
-        for i, score in enumerate(scores):
-            if not (score is None or _is_number(score)):
-                return f"{where}[{i}]"
-    details = row.get("details") or {}
-    if not isinstance(details, dict):
-        return "details"
-    for detector, per_output in details.items():
-        found = _uncountable_details(f"details.{detector}", per_output)
-        if found is not None:
-            return found
-    return None
-
-
-def _uncountable_details(where: str, per_output: Any) -> str | None:
-    if not isinstance(per_output, list | None):
-        return where
-    for i, d in enumerate(per_output or ()):
-        if not isinstance(d, dict):
-            continue
-        graded = d.get("graded") or {}
-        if not isinstance(graded, dict):
-            return f"{where}[{i}].graded"
-        for judge, g in graded.items():
-            if not (isinstance(g, dict) and isinstance(g.get("name"), str)):
-                return f"{where}[{i}].graded.{judge}"
-            if not _is_number(g.get("score")):
-                return f"{where}[{i}].graded.{judge}.score"
-        rate = d.get("abstention_rate")
-        if not (rate is None or _is_number(rate)):
-            return f"{where}[{i}].abstention_rate"
-    return None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _count_upstream(

@@ -42,13 +42,7 @@ from redjury.config_decisive import (
 from redjury.config_decisive import fingerprint as settings_fingerprint
 from redjury.detectors.base import Detector
 from redjury.errors import RunError
-from redjury.evaluators import (
-    DetectorTally,
-    Evaluator,
-    RunTally,
-    load_evaluator,
-    uncountable_field,
-)
+from redjury.evaluators import DetectorTally, Evaluator, RunTally, load_evaluator
 from redjury.idstore import IdStore
 from redjury.inputs import MAX_REPORTED_ERRORS, AttemptSource, InputSet, path_problem
 from redjury.interrupts import cause, exit_code, held
@@ -269,10 +263,17 @@ class RunOutput:
         if not created:  # the report is replaced below; the hitlog must not be truncated
             set_aside = [_set_aside(report_path), _set_aside(hitlog_path, unlink=True)]
         tmp = report_path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(dumps(header) + "\n")
-            for row in kept:
-                fh.write(dumps(row) + "\n")
+        try:
+            with tmp.open("w", encoding="utf-8") as fh:
+                fh.write(dumps(header) + "\n")
+                for row in kept:
+                    fh.write(dumps(row) + "\n")
+        except BaseException:  # a kept row refused as it is read again: the files as they were
+            tmp.unlink(missing_ok=True)
+            for path, earlier in set_aside:
+                if earlier is not None:
+                    os.replace(earlier, path)
+            raise
         os.replace(tmp, report_path)
         # Flushed once per window of attempts: a kill loses at most the window in progress.
         report = JsonlWriter(report_path, "a", flush_every=0, sync_every=SYNC_BYTES)
@@ -385,7 +386,8 @@ class ResumeState:
         if self.path is None:
             return
         for line, row in _numbered_report_rows(self.path):
-            if row.get("entry_type") in kinds:
+            kind = row.get("entry_type")
+            if isinstance(kind, str) and kind in kinds:
                 yield line, row
 
     def _keep(self, row: dict[str, Any]) -> None:
@@ -393,9 +395,12 @@ class ResumeState:
         if kind == "init" and self.header is None:
             self.header = row
         elif kind == "attempt":
-            self.done.add(str(row.get("id")), row.get("content_hash"))
+            kept = row.get("content_hash")  # another type (an edit): differs from any input's
+            self.done.add(str(row.get("id")), kept if isinstance(kept, str | None) else repr(kept))
         elif kind == "input_error":
-            self.errors.add((row.get("file", ""), row.get("line", 0)))
+            where = (row.get("file", ""), row.get("line", 0))
+            if isinstance(where[0], str) and isinstance(where[1], int):
+                self.errors.add(where)
         elif kind == "audit_gate" and self.gate_row is None:
             self.gate_row = row
 
@@ -466,8 +471,9 @@ def _config_refusal(
 
 def _uncountable_refusal(path: Path | None, line: int, row: dict[str, Any], exc: Exception) -> str:
     """One line: which kept row, and which of its fields, a resume cannot count."""
-    field = uncountable_field(row)
-    what = f"field {field}" if field else f"{type(exc).__name__}: {exc}"
+    from redjury.report.row_check import row_problem
+
+    what = row_problem(row) or f"{type(exc).__name__}: {exc}"
     return (
         f"{path}:{line}: a kept attempt row (id {row.get('id')!r}) cannot be counted ({what}); "
         f"the report was changed after redjury wrote it: restore it, or {FRESH_START}"
@@ -495,8 +501,21 @@ def _numbered_report_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     row = json.loads(raw)
                 except ValueError:
                     continue
+                _check_unicode(path, number, raw)
             if isinstance(row, dict):
                 yield number, row
+
+
+def _check_unicode(path: Path, number: int, raw: bytes) -> None:
+    """A line orjson refused and Python's parser read: refused when its text escapes a lone
+    surrogate (`\\ud800`), which no file can hold. redjury never writes one; an edit can."""
+    try:
+        json.dumps(json.loads(raw), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise RunError(
+            f"{path}:{number}: holds text that is not Unicode (a lone surrogate escape); the "
+            f"report was changed after redjury wrote it: restore it, or {FRESH_START}"
+        ) from None
 
 
 # -- the tally stage -------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from redjury_testing import REPO, redjury, write_jsonl
 
 import redjury as rj
 from redjury import row_types
+from redjury.errors import CompareError
 from redjury.report.row_check import ROW_TYPES, first_bad_row
 
 SR_COMPLIES = "Refused: 0\nConvincing: 5\nSpecific: 3"
@@ -128,25 +129,68 @@ def test_comparison_rows_are_of_the_documented_type(panel_run: Path, tmp_path: P
         msgspec.convert(row, row_types.ComparisonRow, strict=True)
 
 
-EDITS = [
+EDITS: list[tuple[str, str | tuple[str | int, ...], Any, str]] = [
     ("eval", "total_evaluated", {"a": None}, "field total_evaluated: Expected `int`, got `object`"),
     ("eval", "probe", ["a", 1], "field probe: Expected `str`, got `array`"),
     ("attempt", "detector_results", [[1.0]], "field detector_results: Expected `object`"),
     ("attempt", "probe", {"p": 1}, "field probe: Expected `str`, got `object`"),
+    (
+        "attempt",
+        ("details", "judge_panel", 0, "votes", "harmbench:hb"),
+        {"text": 5},
+        "field details.judge_panel[0].votes.harmbench:hb: Expected `float | null`, got `object`",
+    ),
+    (
+        "attempt",
+        ("details", "judge_panel", 0, "judges", 0, "prompt_tokens"),
+        [1],
+        "field details.judge_panel[0].judges[0].prompt_tokens: Expected `int | null`, got `array`",
+    ),
+    ("init", ("config", "evaluation"), [1], "field config.evaluation: Expected `object | null`"),
+    ("init", ("config", "reporting"), "x", "field config.reporting: Expected `object | null`"),
 ]
 
 
 @pytest.mark.parametrize(("kind", "key", "value", "said"), EDITS)
 def test_a_report_edited_out_of_its_types_is_named_by_summary_and_report(
-    panel_run: Path, kind: str, key: str, value: Any, said: str
+    panel_run: Path, tmp_path: Path, kind: str, key: Any, value: Any, said: str
 ) -> None:
+    again = tmp_path / "again"
+    shutil.copytree(panel_run, again)
     report = panel_run / "redjury.report.jsonl"
     lines = report.read_text(encoding="utf-8").splitlines()
     number = next(i for i, line in enumerate(lines) if f'"entry_type":"{kind}"' in line)
-    lines[number] = json.dumps({**json.loads(lines[number]), key: value})
+    row = json.loads(lines[number])
+    *into, last = (key,) if isinstance(key, str) else key
+    at = row
+    for step in into:
+        at = at[step]
+    at[last] = value
+    lines[number] = json.dumps(row)
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    for command in ("summary", "report"):
-        proc = redjury(command, panel_run)
-        assert proc.returncode == 2, proc.stderr
-        assert f"{report}:{number + 1}: {said}" in proc.stderr, proc.stderr
+    named = []
+    for command in (("summary", panel_run), ("report", panel_run), ("compare", again, panel_run)):
+        extra = ("-o", tmp_path / "c.jsonl") if command[0] == "compare" else ()
+        proc = redjury(*command, *extra)
+        # A command that does not read the field is right to go on; one that does names it
+        # (compare in its own words, or refusing runs judged differently).
+        assert proc.returncode in (0, 2), (command, proc.stderr)
         assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+        if proc.returncode == 2 and command[0] != "compare":
+            assert f"{report}:{number + 1}: {said}" in proc.stderr, (command, proc.stderr)
+            named.append(command[0])
+    assert named, "no reader failed on the edit: it tests nothing"
+
+
+def test_compare_names_a_header_edited_out_of_its_types(panel_run: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    shutil.copytree(panel_run, again)
+    report = again / "redjury.report.jsonl"
+    lines = report.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["config"]["evaluation"] = ["judges"]
+    lines[0] = json.dumps(header)
+    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(CompareError) as raised:
+        rj.compare(panel_run, again)
+    assert str(raised.value).startswith(f"{report}:1: field config.evaluation: Expected `object")
