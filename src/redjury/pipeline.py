@@ -864,7 +864,8 @@ class Run:
             where = "--junit" if key == "reporting.junit" else f"{key}.path"
             if problem := output_problem(Path(target), taken):
                 raise RunError(f"{where} {target}: {problem}")
-            taken.append((Path(target), f"the file {where} writes"))
+            if not Path(target).exists() or Path(target).is_file():  # not /dev/null, a pipe
+                taken.append((Path(target), f"the file {where} writes"))
 
     def check_first(self) -> None:
         """A whole pass over the input before anything is judged (runs with judges: no

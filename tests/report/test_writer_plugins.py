@@ -6,6 +6,7 @@ one config line, and asking for a writer never stops a rerun from resuming."""
 from __future__ import annotations
 
 import csv
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ ATTEMPTS = [
 ACME = '''
 """acme: each probe × detector's failures as one CSV row, beside the run's report."""
 import csv
+import os
 
 from redjury.report.writer import ReportWriter, WriterSettings
 
@@ -290,3 +292,14 @@ def test_a_plugin_writers_path_elsewhere_is_written(tmp_path: Path) -> None:
     result = redjury_api.evaluate([inputs], config, out=tmp_path / "out")
     assert result.exit_code == 0
     assert target.read_text(encoding="utf-8") == f"{len(result.evals)} rows\n"
+
+
+@pytest.mark.usefixtures("path_writer")
+def test_two_writers_may_both_write_to_a_device(tmp_path: Path) -> None:
+    inputs = write_jsonl(tmp_path / "attempts.jsonl", ATTEMPTS)
+    writers = [
+        {"name": "junit", "path": os.devnull},
+        {"name": _PathWriter.name, "path": os.devnull},
+    ]
+    result = redjury_api.evaluate([inputs], {"reporting": {"writers": writers}}, out=tmp_path / "o")
+    assert result.exit_code == 0
