@@ -107,3 +107,56 @@ def test_every_reader_reads_an_edited_report_or_names_the_line(
             except (ValueError, RunError) as exc:  # one line, naming the edited report
                 said = str(exc).strip()
                 assert "\n" not in said and str(folder) in said, (reader, said)
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of the bundled example."""
+    out = tmp_path_factory.mktemp("judged")
+    rj.evaluate([REPO / "examples" / "attempts.jsonl"], None, out=out)
+    return out
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_a_resume_over_edited_kept_rows_goes_on_or_names_the_line_and_keeps_the_folder(
+    judged: Path, tmp_path: Path, data: st.DataObject
+) -> None:
+    lines = (judged / REPORT).read_text(encoding="utf-8").splitlines()
+    attempts = [i for i, line in enumerate(lines) if '"entry_type":"attempt"' in line]
+    kept = data.draw(st.integers(1, len(attempts)))
+    lines = lines[: attempts[kept - 1] + 1]
+    number = data.draw(st.sampled_from(attempts[:kept]))
+    row = json.loads(lines[number])
+    path = data.draw(st.sampled_from(_paths(row)))
+    value = data.draw(VALUES | st.just(REMOVED))
+    holder = row
+    for step in path[:-1]:
+        holder = holder[step]
+    if value is REMOVED and isinstance(holder, dict):
+        del holder[path[-1]]
+    else:
+        holder[path[-1]] = None if value is REMOVED else value
+    lines[number] = json.dumps(row)
+    folder = tmp_path / "resumed"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    (folder / REPORT).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            rj.evaluate([REPO / "examples" / "attempts.jsonl"], None, out=folder)
+    except (ValueError, RunError) as exc:
+        said = str(exc).strip()
+        assert "\n" not in said and str(folder) in said, said
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+        return
+    ids = [
+        r.get("id")
+        for r in map(json.loads, (folder / REPORT).read_text(encoding="utf-8").splitlines())
+        if r.get("entry_type") == "attempt"
+    ]
+    expected = [json.loads(x)["id"] for x in (REPO / "examples" / "attempts.jsonl").open()]
+    assert set(expected) <= set(ids), "every attempt of the input is judged or kept"
