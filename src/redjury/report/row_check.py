@@ -9,6 +9,7 @@ that in one line (`read_as_written`)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,9 @@ ROW_TYPES: dict[str, Any] = {
     "completion": CompletionRow,
     "input_error": InputErrorRow,
 }
+# Keys of one mapping tried one by one to name the one of another type (each try converts
+# the row again): beyond these the field is named as `[...]`, whatever size an edited row has.
+MAX_KEYS_TRIED = 64
 _MISSING = re.compile(r"Object missing required field `([^`]*)`")
 
 
@@ -253,23 +257,24 @@ def _named(value: Any, kind: Any, path: str) -> str:
 
 def _culprit(value: Any, kind: Any, keys: list[str | int], unnamed_at: str) -> str | None:
     """Which key of the mapping at `keys` holds the value of another type: the first whose
-    value alone, in a copy, fails at the same place (`unnamed_at`, msgspec's path to it)."""
-    mapping = _at(value, keys)
+    value alone, put in the mapping's place for a moment, fails at the same place
+    (`unnamed_at`, msgspec's path to it)."""
+    if not keys:
+        return None
+    holder = _at(value, keys[:-1])
+    mapping = holder[keys[-1]]
     if not isinstance(mapping, dict):
         return None
-    for key in mapping:
-        try:
-            trial = orjson.loads(orjson.dumps(value))
-        except TypeError:  # a number beyond 64 bits: orjson does not write it back
-            return None
-        only = _at(trial, keys)
-        only.clear()
-        only[key] = mapping[key]
-        try:
-            msgspec.convert(trial, kind, strict=True)
-        except msgspec.ValidationError as exc:
-            if f" - at `${unnamed_at}" in str(exc):
-                return str(key)
+    try:
+        for key in itertools.islice(mapping, MAX_KEYS_TRIED):
+            holder[keys[-1]] = {key: mapping[key]}
+            try:
+                msgspec.convert(value, kind, strict=True)
+            except msgspec.ValidationError as exc:
+                if f" - at `${unnamed_at}" in str(exc):
+                    return str(key)
+    finally:
+        holder[keys[-1]] = mapping
     return None
 
 
