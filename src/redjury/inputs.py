@@ -73,6 +73,8 @@ class InputSet:
     paths: list[Path]
     # Per file, what its format's pre-scan read (a garak report's setup and final rows).
     scans: dict[str, Any] = field(default_factory=dict)
+    # Per file, its format (`format_of`).
+    formats: dict[str, str] = field(default_factory=dict)
 
     @property
     def garak_setup(self) -> dict[str, GarakSetup]:
@@ -87,9 +89,16 @@ class InputSet:
             return f"{names}: {reasons.pop()}"
         return f"{names}: no attempts to judge (the input is empty)"
 
+    def format_of(self, path: Path) -> str:
+        """`detect_format(path)`, found once per run (it may read far into a long line)."""
+        name = str(path)
+        if name not in self.formats:
+            self.formats[name] = detect_format(path)
+        return self.formats[name]
+
     def records(self) -> Iterator[InputRecord]:
         for path in self.paths:
-            fmt = FORMATS.get(detect_format(path))
+            fmt = FORMATS.get(self.format_of(path))
             if fmt.prescan is not None and fmt.read_scanned is not None:
                 yield from fmt.read_scanned(path, self._scan(path, fmt))
             else:
@@ -98,7 +107,7 @@ class InputSet:
     def prepare(self) -> None:
         """Read ahead what the formats need before judging (garak reports' setup rows)."""
         for path in self.paths:
-            fmt = FORMATS.get(detect_format(path))
+            fmt = FORMATS.get(self.format_of(path))
             if fmt.prescan is not None:
                 self._scan(path, fmt)
 

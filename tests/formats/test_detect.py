@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from formats_testing import DATA, attempts
 
+import redjury
+from redjury import formats, inputs
+from redjury.formats import streamed
 from redjury.inputs import detect_format
 
 
@@ -77,3 +81,56 @@ def test_a_jsonl_file_with_a_long_first_line_stays_redjury(tmp_path: Path) -> No
     src = tmp_path / "long.jsonl"
     src.write_text(json.dumps({"id": "a", "output": "x" * 200_000}) + "\n" + '{"id": "b"}\n')
     assert detect_format(src) == "redjury"
+
+
+def _bytes_streamed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes each stream read of a document hands its parser, as they are read."""
+    read: list[int] = []
+    real = streamed._Reader.read
+
+    def counting(self: Any, size: int = -1) -> bytes:
+        data = real(self, size)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(streamed._Reader, "read", counting)
+    return read
+
+
+def test_a_jsonl_line_longer_than_the_first_line_limit_is_not_streamed_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply of hundreds of megabytes took minutes to recognise, streamed whole (and
+    three times); the shape is looked for in the first FIRST_LINE_BYTES past the line's."""
+    monkeypatch.setattr(formats, "FIRST_LINE_BYTES", 4096)
+    read = _bytes_streamed(monkeypatch)
+    src = tmp_path / "long.jsonl"
+    reply = "x" * (4 * streamed.CHUNK)
+    src.write_text(json.dumps({"id": "a", "outputs": [reply]}) + "\n" + '{"id": "b"}\n')
+    assert detect_format(src) == "redjury"
+    assert 0 < sum(read) <= 4096 + streamed.CHUNK < src.stat().st_size
+
+
+def test_a_one_line_document_longer_than_the_limit_is_recognised_by_its_first_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(formats, "FIRST_LINE_BYTES", 4096)
+    doc = json.loads((DATA / "promptfoo_v2.json").read_text())
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps({**doc, "padding": "x" * (4 * streamed.CHUNK)}))
+    assert detect_format(src) == "promptfoo"
+
+
+def test_a_run_recognises_each_input_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Path] = []
+    real = inputs.detect_format
+
+    def counted(path: Path) -> str:
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(inputs, "detect_format", counted)
+    src = tmp_path / "a.jsonl"
+    src.write_text('{"id": "a", "outputs": ["hi"]}\n')
+    redjury.evaluate([src], None, out=tmp_path / "out")
+    assert calls == [src]

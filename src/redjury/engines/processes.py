@@ -43,7 +43,7 @@ from redjury.detectors.base import Detector
 from redjury.evaluators import Evaluator, RunTally
 from redjury.formats.garak import garak_line_records
 from redjury.formats.jsonl import redjury_line_records
-from redjury.inputs import InputSet, detect_format
+from redjury.inputs import InputSet
 from redjury.records import InputRecord, LineError
 from redjury.report.digest import DigestBuilder
 from redjury.report.hitlog import HitlogLines
@@ -156,7 +156,7 @@ def cuttable(inputs: Any) -> bool:
     for path in inputs.paths:
         if not path.is_file():
             return False
-        fmt = detect_format(path)
+        fmt = inputs.format_of(path)
         if fmt not in ("garak", "redjury") or (fmt == "garak" and inputs.repeated_uuids(path)):
             return False
     return True
@@ -412,7 +412,7 @@ def _admit_each(
 
 def input_chunks(inputs: InputSet, size: int = CHUNK_BYTES) -> Iterator[Chunk]:
     for path in inputs.paths:
-        yield from file_chunks(path, detect_format(path) == "garak", size)
+        yield from file_chunks(path, inputs.format_of(path) == "garak", size)
 
 
 def _in_order(

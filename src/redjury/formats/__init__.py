@@ -55,7 +55,10 @@ def sniff(path: Path) -> str | None:
                 return "inspect_ai"
             fh.seek(0)
             # The first line: a JSONL record, or all of a small document written on one line.
-            first = fh.readline(FIRST_LINE_BYTES).removeprefix(BOM)
+            first = fh.readline(FIRST_LINE_BYTES)
+            # Longer than that: a JSONL record with a long reply, as a rule.
+            long_line = len(first) >= FIRST_LINE_BYTES
+            first = first.removeprefix(BOM)
             head = first + fh.read(HEAD_BYTES)
     except OSError:
         return None
@@ -65,16 +68,26 @@ def sniff(path: Path) -> str | None:
         return classify(loads_json(first))
     except ValueError:
         pass
-    # A document over several lines: its first keys usually give it away; else its shape,
-    # read as a stream (the document is never held whole).
+    # A document over several lines: its first keys usually give it away; else its shape.
     for fmt in _registry():
-        if fmt.head(head):
+        if fmt.head(head[: 2 * HEAD_BYTES] if long_line else head):
             return fmt.name
+    return _by_shape(path, FIRST_LINE_BYTES if long_line else None)
+
+
+def _by_shape(path: Path, max_bytes: int | None) -> str | None:
+    """The format that claims the document's shape, read as a stream (never held whole).
+    After a long first line, only its first `max_bytes`: a document written on one line is
+    recognised when its shape shows by then, and the parse goes no further (a JSONL record's
+    shape is no document's, and a string of hundreds of megabytes is slow to stream)."""
     from redjury.formats.base import DocumentError
     from redjury.formats.streamed import skeleton
 
     try:
-        return classify(skeleton(path, enough=lambda shape: classify(shape) is not None))
+        found = skeleton(
+            path, enough=lambda shape: classify(shape) is not None, max_bytes=max_bytes
+        )
+        return classify(found)
     except (DocumentError, OSError):
         return None
 

@@ -122,27 +122,33 @@ def _not_json(path: Path, line: int, exc: Exception) -> DocumentError:
 class _Reader:
     """The checked chunks as the file object ijson reads, knowing which one it is at."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_bytes: int | None = None) -> None:
         self.chunks = _Chunks(path)
         self._chunks = iter(self.chunks)
         self.index = -1
         self.done = False
+        # Past this many bytes the document reads as cut short (None: read it all).
+        self.left = max_bytes
 
     def read(self, size: int = -1) -> bytes:
         if size == 0:  # ijson asks for nothing first, to learn bytes from text
             return b""
-        data = next(self._chunks, None)
+        data = None if self.left is not None and self.left <= 0 else next(self._chunks, None)
         if data is None:
             self.done = True
             return b""
         self.index += 1
+        if self.left is not None:
+            self.left -= len(data)
         return data
 
 
-def _parsed(path: Path, parse: Callable[[_Reader], Iterator[Any]]) -> Iterator[Any]:
-    """What ijson's `parse` gives for the document; a syntax error is raised as a
-    DocumentError naming the line it broke on."""
-    reader = _Reader(path)
+def _parsed(
+    path: Path, parse: Callable[[_Reader], Iterator[Any]], max_bytes: int | None = None
+) -> Iterator[Any]:
+    """What ijson's `parse` gives for the document (its first `max_bytes`, when given); a
+    syntax error is raised as a DocumentError naming the line it broke on."""
+    reader = _Reader(path, max_bytes)
     try:
         yield from parse(reader)
     except ijson.JSONError as exc:
@@ -290,12 +296,19 @@ class _Shape:
         return False
 
 
-def skeleton(path: Path, depth: int = 3, enough: Callable[[Any], bool] | None = None) -> Any:
+def skeleton(
+    path: Path,
+    depth: int = 3,
+    enough: Callable[[Any], bool] | None = None,
+    max_bytes: int | None = None,
+) -> Any:
     """The document's shape, enough to recognise it: objects with their keys, a list with
     its first item only, containers deeper than `depth` levels left empty. Read up to the
-    end of the top-level value, or until `enough(shape so far)`."""
+    end of the top-level value, or until `enough(shape so far)`; a DocumentError when the
+    value does not end within `max_bytes` (when given)."""
     shape = _Shape(depth)
-    for _, event, value in _parsed(path, lambda f: ijson.parse(f, use_float=True)):
+    parse = _parsed(path, lambda f: ijson.parse(f, use_float=True), max_bytes)
+    for _, event, value in parse:
         if shape.add(event, value):
             break
         if shape.grew and enough is not None and enough(shape.root):
