@@ -13,7 +13,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypedDict, get_type_hints
+from typing import Annotated, Any, TypedDict, get_type_hints
 
 import msgspec
 import orjson
@@ -109,8 +109,8 @@ class _Evaluation(TypedDict, total=False):
 
 class _Reporting(TypedDict, total=False):
     confidence_interval_method: str
-    bootstrap_confidence_level: float
-    bootstrap_min_sample_size: int
+    bootstrap_confidence_level: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)]
+    bootstrap_min_sample_size: Annotated[int, msgspec.Meta(gt=0)]
 
 
 class _Config(TypedDict, total=False):
@@ -217,6 +217,11 @@ def read_as_written(*reports: Path, error: type[ValueError] = ValueError) -> Ite
         raise
     except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
         found = next(filter(None, map(_first_bad_row_or_none, reports)), None)
+        if found is None and len(reports) == 1 and isinstance(exc, ValueError):
+            # A value of the right type the reader refuses (an unknown verdict policy): the
+            # reader's own words, with the report they are about.
+            said = str(exc)
+            raise error(said if str(reports[0]) in said else f"{reports[0]}: {said}") from exc
         if found is None:
             raise
         raise error(
