@@ -111,15 +111,21 @@ EDITS: list[tuple[dict[str, Any], str]] = [
 ]
 
 
+def cut_run(tmp_path: Path, n: int, kept: int) -> tuple[Path, Path, Path, list[bytes]]:
+    """A run over `n` refusals cut after `kept` attempt rows: its input, config, folder and
+    the report's lines (to edit and write back)."""
+    src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
+    write_jsonl(src, refusals(n))
+    assert redjury("run", src, "--out", out, "--config", cfg).returncode == 0
+    cut_to_attempts(out, kept)
+    return src, cfg, out, (out / REPORT).read_bytes().splitlines(keepends=True)
+
+
 @pytest.mark.parametrize(("edit", "field"), EDITS)
 def test_a_kept_row_edited_into_another_shape_is_named_and_the_report_kept(
     tmp_path: Path, edit: dict[str, Any], field: str
 ) -> None:
-    src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
-    write_jsonl(src, refusals(8))
-    assert redjury("run", src, "--out", out, "--config", cfg).returncode == 0
-    cut_to_attempts(out, 4)
-    lines = (out / REPORT).read_bytes().splitlines(keepends=True)
+    src, cfg, out, lines = cut_run(tmp_path, 8, 4)
     row = json.loads(lines[2])
     lines[2] = (json.dumps({**row, **edit}) + "\n").encode()
     (out / REPORT).write_bytes(b"".join(lines))
@@ -135,11 +141,7 @@ def test_a_kept_row_edited_into_another_shape_is_named_and_the_report_kept(
 def test_a_kept_row_holding_a_lone_surrogate_is_refused_and_the_folder_kept(
     tmp_path: Path,
 ) -> None:
-    src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
-    write_jsonl(src, refusals(8))
-    assert redjury("run", src, "--out", out, "--config", cfg).returncode == 0
-    cut_to_attempts(out, 4)
-    lines = (out / REPORT).read_bytes().splitlines(keepends=True)
+    src, cfg, out, lines = cut_run(tmp_path, 8, 4)
     lines[3] = lines[3].replace(b'"outputs":["', b'"outputs":["\\ud800', 1)
     assert b"\\ud800" in lines[3]
     (out / REPORT).write_bytes(b"".join(lines))
@@ -152,13 +154,9 @@ def test_a_kept_row_holding_a_lone_surrogate_is_refused_and_the_folder_kept(
 
 
 def test_a_kept_row_whose_kind_was_edited_away_is_judged_again(tmp_path: Path) -> None:
-    src, cfg, out = tmp_path / "in.jsonl", pii_config(tmp_path), tmp_path / "out"
-    write_jsonl(src, refusals(6))
-    assert redjury("run", src, "--out", out, "--config", cfg).returncode == 0
-    cut_to_attempts(out, 4)
-    lines = (out / REPORT).read_text().splitlines()
-    lines[2] = json.dumps({**json.loads(lines[2]), "entry_type": {"attempt": 1}})
-    (out / REPORT).write_text("\n".join(lines) + "\n")
+    src, cfg, out, lines = cut_run(tmp_path, 6, 4)
+    lines[2] = (json.dumps({**json.loads(lines[2]), "entry_type": {"attempt": 1}}) + "\n").encode()
+    (out / REPORT).write_bytes(b"".join(lines))
     proc = redjury("run", src, "--out", out, "--config", cfg)
     assert proc.returncode == 0, proc.stderr
     assert "resuming: 3 attempts" in proc.stdout

@@ -58,12 +58,9 @@ def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
-@st.composite
-def edits(draw: st.DrawFn, runs: dict[str, list[str]]) -> tuple[str, int, list[str]]:
-    name = draw(st.sampled_from(sorted(runs)))
-    lines = list(runs[name])
-    number = draw(st.integers(0, len(lines) - 1))
-    row = json.loads(lines[number])
+def _edit(draw: st.DrawFn, line: str) -> str:
+    """The row on `line` with one of its values replaced by another JSON shape, or removed."""
+    row = json.loads(line)
     path = draw(st.sampled_from(_paths(row)))
     value = draw(VALUES | st.just(REMOVED))
     holder = row
@@ -73,7 +70,15 @@ def edits(draw: st.DrawFn, runs: dict[str, list[str]]) -> tuple[str, int, list[s
         del holder[path[-1]]
     else:
         holder[path[-1]] = None if value is REMOVED else value
-    lines[number] = json.dumps(row)
+    return json.dumps(row)
+
+
+@st.composite
+def edits(draw: st.DrawFn, runs: dict[str, list[str]]) -> tuple[str, int, list[str]]:
+    name = draw(st.sampled_from(sorted(runs)))
+    lines = list(runs[name])
+    number = draw(st.integers(0, len(lines) - 1))
+    lines[number] = _edit(draw, lines[number])
     return name, number + 1, lines
 
 
@@ -138,17 +143,7 @@ def test_a_resume_over_edited_kept_rows_goes_on_or_names_the_line_and_keeps_the_
     kept = data.draw(st.integers(1, len(attempts)))
     lines = lines[: attempts[kept - 1] + 1]
     number = data.draw(st.sampled_from(attempts[:kept]))
-    row = json.loads(lines[number])
-    path = data.draw(st.sampled_from(_paths(row)))
-    value = data.draw(VALUES | st.just(REMOVED))
-    holder = row
-    for step in path[:-1]:
-        holder = holder[step]
-    if value is REMOVED and isinstance(holder, dict):
-        del holder[path[-1]]
-    else:
-        holder[path[-1]] = None if value is REMOVED else value
-    lines[number] = json.dumps(row)
+    lines[number] = _edit(data.draw, lines[number])
     folder = tmp_path / "resumed"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
