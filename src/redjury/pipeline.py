@@ -501,16 +501,16 @@ def _numbered_report_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     row = json.loads(raw)
                 except ValueError:
                     continue
-                _check_unicode(path, number, raw)
+                _check_unicode(path, number, row)
             if isinstance(row, dict):
                 yield number, row
 
 
-def _check_unicode(path: Path, number: int, raw: bytes) -> None:
+def _check_unicode(path: Path, number: int, row: Any) -> None:
     """A line orjson refused and Python's parser read: refused when its text escapes a lone
     surrogate (`\\ud800`), which no file can hold. redjury never writes one; an edit can."""
     try:
-        json.dumps(json.loads(raw), ensure_ascii=False).encode("utf-8")
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise RunError(
             f"{path}:{number}: holds text that is not Unicode (a lone surrogate escape); the "
