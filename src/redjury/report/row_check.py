@@ -9,6 +9,7 @@ that in one line (`read_as_written`)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import re
 from collections.abc import Iterator
@@ -50,7 +51,9 @@ def _any_keys(kind: Any) -> Any:
 # First the values of another type, then the keys missing: an older report lacks keys added
 # since (an attempt's `content_hash`), which its readers cope with, so a missing key is only
 # named where no row has a value of another type.
-_PASSES = ({k: _any_keys(v) for k, v in ROW_TYPES.items()}, ROW_TYPES)
+@functools.cache
+def _passes() -> tuple[dict[str, Any], dict[str, Any]]:
+    return {k: _any_keys(v) for k, v in ROW_TYPES.items()}, ROW_TYPES
 
 
 # What the readers take from a detector's per-output details (`details.DETECTOR[i]`): the
@@ -127,7 +130,7 @@ def row_problem(row: dict[str, Any]) -> str | None:
     """`field PATH: what` for a row of a documented kind with a value of another type at
     PATH (or, when it has none, missing a key there); None for a row that has its kind's
     types, or of a kind that is not documented."""
-    for types in _PASSES:
+    for types in _passes():
         if (problem := _row_problem(row, types)) is not None:
             return problem
     return None
@@ -187,7 +190,7 @@ def _problem(value: Any, kind: Any, prefix: str) -> str | None:
 def first_bad_row(path: Path) -> str | None:
     """`FILE:LINE: field PATH: what` for the first row of the report at `path` with a value
     of another type than its kind documents (or, when none has, a key missing), or None."""
-    for types in _PASSES:
+    for types in _passes():
         for number, row in _numbered_rows(path):
             problem = _row_problem(row, types)
             if problem is not None:
