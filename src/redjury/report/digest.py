@@ -42,8 +42,14 @@ BREAKDOWNS = ("intent", "hazard", "generator")
 
 def iter_report(path: Path) -> Iterator[dict[str, Any]]:
     """Complete rows of a report JSONL; a torn last line (a killed writer) is skipped."""
+    for _, row in numbered_report_rows(path):
+        yield row
+
+
+def numbered_report_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`iter_report`'s rows, each with its line number."""
     with path.open("rb") as fh:
-        for raw in fh:
+        for number, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
                 return
             try:
@@ -51,7 +57,7 @@ def iter_report(path: Path) -> Iterator[dict[str, Any]]:
             except orjson.JSONDecodeError:
                 continue
             if isinstance(row, dict):
-                yield row
+                yield number, row
 
 
 def asr(fails: int, evaluated: int) -> float | None:

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict, get_type_hints
 
 import msgspec
-import orjson
 
 from redjury.errors import RedjuryError
+from redjury.report.digest import numbered_report_rows
 from redjury.row_types import (
     AttemptRow,
     CompletionRow,
@@ -191,22 +191,11 @@ def first_bad_row(path: Path) -> str | None:
     """`FILE:LINE: field PATH: what` for the first row of the report at `path` with a value
     of another type than its kind documents (or, when none has, a key missing), or None."""
     for types in _passes():
-        for number, row in _numbered_rows(path):
+        for number, row in numbered_report_rows(path):
             problem = _row_problem(row, types)
             if problem is not None:
                 return f"{path}:{number}: {problem}"
     return None
-
-
-def _numbered_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                yield number, row
 
 
 @contextlib.contextmanager
